@@ -1,0 +1,19 @@
+"""HTTP API entry point: every route of the FastAPI app, behind Mangum."""
+
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from mangum import Mangum
+
+from herald.api.app import create_app
+from herald.observability import logger, tracer
+
+app = create_app()
+asgi = Mangum(app, lifespan="off")
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return asgi(event, context)  # type: ignore[no-any-return]

@@ -1,0 +1,155 @@
+"""`herald`: the developer and operator command line.
+
+  herald local                 the whole stack on this machine (what `make dev` runs)
+  herald token --user 10002    a dev JWT for the local cloud
+  herald keys create ...       a service key (printed once) in the local or a deployed stack
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+import jwt
+
+from herald_dev.cloud import LOCAL_JWT_SECRET, LocalCloud, LocalCloudConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_TEMPLATE = REPO_ROOT / "template.yaml"
+DEFAULT_STATE = REPO_ROOT / ".herald" / "local.json"
+
+
+def _int_env(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def _parse_pairs(pairs: list[str]) -> dict[str, str]:
+    result = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"expected KEY=VALUE, got {pair!r}")
+        result[key] = value
+    return result
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("botocore").setLevel(logging.WARNING)
+    config = LocalCloudConfig(
+        template_path=Path(args.template).resolve(),
+        stack_name=args.stack,
+        host=args.host,
+        http_port=args.http_port,
+        ws_port=args.ws_port,
+        moto_port=args.moto_port,
+        aws_endpoint=args.aws_endpoint,
+        dynamodb_endpoint=args.dynamodb_endpoint,
+        parameter_overrides=_parse_pairs(args.parameter),
+        environment=_parse_pairs(args.env),
+        state_file=Path(args.state_file) if args.state_file else None,
+    )
+    LocalCloud(config).run()
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    now = int(time.time())
+    claims: dict[str, Any] = {"sub": args.user, "app_code": args.app, "iat": now, "exp": now + args.ttl}
+    if args.roles:
+        claims["roles"] = [role for role in args.roles.split(",") if role]
+    secret = os.environ.get("HERALD_JWT_HS256_SECRET", LOCAL_JWT_SECRET)
+    print(jwt.encode(claims, secret, algorithm="HS256"))
+    return 0
+
+
+def _service_keys_table(args: argparse.Namespace) -> tuple[str, Any]:
+    """The table and a DynamoDB client: from a deployed stack (--stack) or the running local cloud."""
+    if args.stack:
+        session = boto3.Session(profile_name=args.profile, region_name=args.region)
+        resource = session.client("cloudformation").describe_stack_resource(
+            StackName=args.stack, LogicalResourceId="ServiceKeysTable"
+        )
+        return resource["StackResourceDetail"]["PhysicalResourceId"], session.client("dynamodb")
+    state_path = Path(args.state_file)
+    if not state_path.exists():
+        raise SystemExit(f"no local cloud is running ({state_path} not found): start it with `make dev`, or pass --stack")
+    state = json.loads(state_path.read_text())
+    endpoint = state.get("dynamodb_endpoint") or state["aws_endpoint"]
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name=state["region"],
+        aws_access_key_id="local",
+        aws_secret_access_key="local",  # noqa: S106 - the local emulators accept any credentials
+    )
+    return state["resources"]["ServiceKeysTable"]["Ref"], client
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    from herald.auth.dynamo import DynamoServiceKeyStore
+    from herald.auth.service_keys import ServiceKeys
+    from herald.errors import InvalidArgument
+
+    table, client = _service_keys_table(args)
+    try:
+        key, record = ServiceKeys(DynamoServiceKeyStore(table, client)).create_key(args.service, args.cap)
+    except InvalidArgument as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    print(key)
+    print(f"# service={record.service_id} key_id={record.key_id} (shown once; only its hash is stored)", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="herald", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    local = commands.add_parser("local", help="run the whole stack locally")
+    local.add_argument("--template", default=str(DEFAULT_TEMPLATE))
+    local.add_argument("--stack", default=os.environ.get("HERALD_LOCAL_STACK", "herald-local"))
+    local.add_argument("--host", default="127.0.0.1")
+    local.add_argument("--http-port", type=int, default=_int_env("HERALD_HTTP_PORT", 8080))
+    local.add_argument("--ws-port", type=int, default=_int_env("HERALD_WS_PORT", 8081))
+    local.add_argument("--moto-port", type=int, default=_int_env("HERALD_MOTO_PORT", 4566))
+    local.add_argument("--aws-endpoint", default=os.environ.get("HERALD_AWS_ENDPOINT"), help="use this AWS emulator instead of the embedded moto")
+    local.add_argument("--dynamodb-endpoint", default=os.environ.get("HERALD_DYNAMODB_ENDPOINT"), help="e.g. DynamoDB Local")
+    local.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter override")
+    local.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra function environment")
+    local.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    local.set_defaults(run=cmd_local)
+
+    token = commands.add_parser("token", help="print a dev JWT (HS256, the local secret)")
+    token.add_argument("--user", required=True)
+    token.add_argument("--app", default="lalu")
+    token.add_argument("--roles", default="")
+    token.add_argument("--ttl", type=int, default=24 * 3600, help="seconds")
+    token.set_defaults(run=cmd_token)
+
+    keys = commands.add_parser("keys", help="service keys").add_subparsers(dest="keys_command", required=True)
+    create = keys.add_parser("create", help="create a key for a service (printed once)")
+    create.add_argument("--service", required=True)
+    create.add_argument("--cap", action="append", required=True, help="route prefix, e.g. /events/external")
+    create.add_argument("--stack", help="a deployed stack (default: the running local cloud)")
+    create.add_argument("--profile")
+    create.add_argument("--region")
+    create.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    create.set_defaults(run=cmd_keys_create)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

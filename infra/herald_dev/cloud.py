@@ -1,0 +1,304 @@
+"""The local cloud: Herald's whole stack on one machine, built from template.yaml.
+
+An embedded moto server (or endpoints you name: DynamoDB Local, real AWS) holds the tables and queues the
+template declares; the HTTP function's FastAPI app and an API Gateway WebSocket emulation are served on
+localhost; event source mappings (DynamoDB Streams, SQS) and schedules invoke the template's functions
+with Lambda's event shapes and batch semantics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import boto3
+import uvicorn
+
+from herald_dev import moto_patches
+from herald_dev.provision import provision
+from herald_dev.runtime import LocalFunction
+from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
+from herald_dev.sqs_source import SqsEventSource
+from herald_dev.stream_source import StreamEventSource, StreamSettings
+from herald_dev.template import LocalStack, TemplateError
+from herald_dev.websocket_gateway import WebSocketGateway
+
+log = logging.getLogger("local-cloud")
+
+LOCAL_JWT_SECRET = "herald-local-development-secret-do-not-deploy"  # noqa: S105 - local only, by design
+# Variables that legitimately differ per function; locally every function shares one process environment.
+_PER_FUNCTION_VARIABLES = {"POWERTOOLS_SERVICE_NAME"}
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the local cloud owns Ctrl-C for every part."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class EventSource(Protocol):
+    def start(self, stop: threading.Event) -> None: ...
+
+    def join(self, timeout: float) -> None: ...
+
+
+@dataclass
+class LocalCloudConfig:
+    template_path: Path
+    stack_name: str = "herald-local"
+    region: str = "us-east-1"
+    host: str = "127.0.0.1"
+    http_port: int = 8080
+    ws_port: int = 8081
+    moto_port: int = 4566
+    aws_endpoint: str | None = None  # an already running AWS emulator instead of the embedded moto
+    dynamodb_endpoint: str | None = None  # e.g. DynamoDB Local
+    parameter_overrides: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    state_file: Path | None = None
+    sqs_wait_seconds: int = 1
+
+
+class LocalCloud:
+    def __init__(self, config: LocalCloudConfig) -> None:
+        self.config = config
+        self.stack = LocalStack.from_file(
+            config.template_path,
+            stack_name=config.stack_name,
+            region=config.region,
+            parameter_overrides={"Stage": "local", **config.parameter_overrides},
+        )
+        self.functions: dict[str, LocalFunction] = {}
+        self.sources: list[EventSource] = []
+        self.stop_event = threading.Event()
+        self._servers: list[_Server] = []
+        self._moto: Any = None
+
+    # ------------------------------------------------------------------ endpoints
+    @property
+    def aws_endpoint(self) -> str:
+        return self.config.aws_endpoint or f"http://{self.config.host}:{self.config.moto_port}"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.config.host}:{self.config.http_port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.config.host}:{self.config.ws_port}"
+
+    def _start_aws(self) -> None:
+        if self.config.aws_endpoint is None:
+            from moto.server import ThreadedMotoServer
+
+            moto_patches.install()
+            self._moto = ThreadedMotoServer(ip_address=self.config.host, port=self.config.moto_port, verbose=False)
+            self._moto.start()
+            logging.getLogger("werkzeug").setLevel(logging.WARNING)
+            log.info("embedded moto server on %s", self.aws_endpoint)
+        env = {
+            "AWS_ENDPOINT_URL": self.aws_endpoint,
+            "AWS_DEFAULT_REGION": self.config.region,
+            "AWS_REGION": self.config.region,
+            "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "local"),
+            "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
+        }
+        if self.config.dynamodb_endpoint:
+            env["AWS_ENDPOINT_URL_DYNAMODB"] = self.config.dynamodb_endpoint
+            env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = self.config.dynamodb_endpoint
+            log.info("DynamoDB at %s", self.config.dynamodb_endpoint)
+        os.environ.update(env)
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=self.config.region)  # type: ignore[call-overload]
+
+    # ------------------------------------------------------------------ wiring from the template
+    def _load_functions(self) -> None:
+        template_dir = self.config.template_path.parent
+        merged: dict[str, str] = {}
+        for logical_id in self.stack.of_type("AWS::Serverless::Function"):
+            function = LocalFunction.from_template(self.stack, logical_id, template_dir)
+            self.functions[logical_id] = function
+            for key, value in function.environment(self.stack).items():
+                if key in merged and merged[key] != value and key not in _PER_FUNCTION_VARIABLES:
+                    raise TemplateError(
+                        f"{logical_id} sets {key}={value!r} but another function sets {merged[key]!r}; "
+                        "locally all functions share one environment"
+                    )
+                merged.setdefault(key, value)
+        merged.update(
+            {
+                "POWERTOOLS_SERVICE_NAME": "herald-local",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "POWERTOOLS_METRICS_DISABLED": "true",
+                "HERALD_WS_MANAGEMENT_ENDPOINT": f"http://{self.config.host}:{self.config.ws_port}",
+                "HERALD_JWT_HS256_SECRET": LOCAL_JWT_SECRET,
+            }
+        )
+        # Locally tokens are HS256 from `herald token`; issuer/audience/JWKS apply when configured explicitly.
+        for key in ("HERALD_JWT_JWKS_URL", "HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"):
+            merged.pop(key, None)
+            os.environ.pop(key, None)
+        merged.update(self.config.environment)
+        os.environ.update(merged)
+
+    def _queue_url_for_arn(self, arn: str) -> str:
+        for attributes in self.stack.attributes.values():
+            if attributes.get("Arn") == arn and "QueueUrl" in attributes:
+                return attributes["QueueUrl"]
+        raise TemplateError(f"no queue with ARN {arn}")
+
+    def _wire_sources(self) -> None:
+        sqs = self.client("sqs")
+        for logical_id, function in self.functions.items():
+            for event_name, event in function.properties.get("Events", {}).items():
+                kind = event.get("Type")
+                props = self.stack.resolve(event.get("Properties", {}))
+                if kind == "SQS":
+                    queue_arn = props["Queue"]
+                    self.sources.append(
+                        SqsEventSource(
+                            function,
+                            sqs,
+                            self._queue_url_for_arn(queue_arn),
+                            queue_arn,
+                            batch_size=int(props.get("BatchSize", 10)),
+                            report_batch_item_failures="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
+                            pollers=int(props.get("ScalingConfig", {}).get("MaximumConcurrency", 2)),
+                            wait_seconds=self.config.sqs_wait_seconds,
+                        )
+                    )
+                elif kind == "DynamoDB":
+                    on_failure = props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+                    settings = StreamSettings(
+                        batch_size=int(props.get("BatchSize", 100)),
+                        starting_position=str(props.get("StartingPosition", "TRIM_HORIZON")),
+                        report_batch_item_failures="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
+                        maximum_retry_attempts=int(props.get("MaximumRetryAttempts", -1)),
+                        bisect_on_error=str(props.get("BisectBatchOnFunctionError", False)).lower() == "true",
+                        on_failure_queue_url=self._queue_url_for_arn(on_failure) if on_failure else None,
+                    )
+                    self.sources.append(
+                        StreamEventSource(function, self.client("dynamodbstreams"), sqs, props["Stream"], settings)
+                    )
+                elif kind == "Schedule":
+                    if str(props.get("Enabled", True)).lower() == "false":
+                        continue
+                    interval = float(self.config.environment.get(f"HERALD_LOCAL_RATE_{logical_id}", 0)) or rate_seconds(
+                        props["Schedule"]
+                    )
+                    self.sources.append(ScheduleEventSource(function, f"{logical_id}-{event_name}", interval))
+
+    def _http_function(self) -> LocalFunction | None:
+        for function in self.functions.values():
+            if any(e.get("Type") == "HttpApi" for e in function.properties.get("Events", {}).values()):
+                return function
+        return None
+
+    def _websocket_gateway(self) -> WebSocketGateway | None:
+        apis = {
+            lid: res
+            for lid, res in self.stack.of_type("AWS::ApiGatewayV2::Api").items()
+            if res["Properties"].get("ProtocolType") == "WEBSOCKET"
+        }
+        if not apis:
+            return None
+        api_id, api = next(iter(apis.items()))
+        selection = str(api["Properties"].get("RouteSelectionExpression", "$request.body.action"))
+        by_arn = {self.stack.get_att(lid, "Arn"): f for lid, f in self.functions.items()}
+        integrations = {
+            self.stack.physical_name(lid): str(self.stack.resolve(res["Properties"].get("IntegrationUri", "")))
+            for lid, res in self.stack.of_type("AWS::ApiGatewayV2::Integration").items()
+        }
+        routes: dict[str, LocalFunction] = {}
+        for res in self.stack.of_type("AWS::ApiGatewayV2::Route").values():
+            target = str(self.stack.resolve(res["Properties"].get("Target", "")))
+            uri = integrations.get(target.removeprefix("integrations/"), "")
+            match = re.search(r"functions/(arn:[^/]+)/invocations", uri)
+            if match and match.group(1) in by_arn:
+                routes[str(res["Properties"]["RouteKey"])] = by_arn[match.group(1)]
+        return WebSocketGateway(routes, api_id=api_id, stage="local", selection_key=selection.rsplit(".", 1)[-1])
+
+    # ------------------------------------------------------------------ run
+    def prepare(self) -> None:
+        self._start_aws()
+        provision(self.stack, self.client("dynamodb"), self.client("sqs"))
+        self._load_functions()
+        self._wire_sources()
+        self._write_state()
+
+    def _write_state(self) -> None:
+        if self.config.state_file is None:
+            return
+        state = {
+            "stack_name": self.config.stack_name,
+            "region": self.config.region,
+            "aws_endpoint": self.aws_endpoint,
+            "dynamodb_endpoint": self.config.dynamodb_endpoint,
+            "http_url": self.http_url,
+            "ws_url": self.ws_url,
+            "resources": self.stack.attributes,
+            "pid": os.getpid(),
+        }
+        self.config.state_file.parent.mkdir(parents=True, exist_ok=True)
+        self.config.state_file.write_text(json.dumps(state, indent=2))
+
+    async def serve(self) -> None:
+        servers = []
+        http_function = self._http_function()
+        if http_function is not None:
+            app = http_function.load_module().app
+            servers.append(uvicorn.Config(app, host=self.config.host, port=self.config.http_port, log_level="warning"))
+        gateway = self._websocket_gateway()
+        if gateway is not None:
+            servers.append(
+                uvicorn.Config(gateway.asgi(), host=self.config.host, port=self.config.ws_port, log_level="warning", ws="websockets-sansio")
+            )
+        self._servers = [_Server(config) for config in servers]
+        for source in self.sources:
+            source.start(self.stop_event)
+        log.info("HTTP API on %s, WebSocket API on %s", self.http_url, self.ws_url)
+        tasks = [asyncio.create_task(server.serve()) for server in self._servers]
+        stopper = asyncio.create_task(asyncio.to_thread(self.stop_event.wait))
+        await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        self.stop_event.set()
+        if gateway is not None:
+            await gateway.close_all()
+        for server in self._servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await stopper
+
+    def shutdown(self) -> None:
+        self.stop_event.set()
+        for source in self.sources:
+            source.join(timeout=5)
+        if self._moto is not None:
+            self._moto.stop()
+        if self.config.state_file is not None and self.config.state_file.exists():
+            self.config.state_file.unlink()
+        log.info("local cloud stopped")
+
+    def run(self) -> None:
+        """Prepare, serve until Ctrl-C / SIGTERM, and stop cleanly."""
+        self.prepare()
+        loop = asyncio.new_event_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self.stop_event.set)
+        try:
+            loop.run_until_complete(self.serve())
+        finally:
+            loop.close()
+            self.shutdown()

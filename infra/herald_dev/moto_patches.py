@@ -1,0 +1,85 @@
+"""Makes the embedded moto server's SQS FIFO receive behave like SQS.
+
+moto 5.2's ReceiveMessage can hand out a later message of a FIFO group while an earlier one of the same
+group is still in flight or waiting to be retried, and it checks the redrive policy after the group lock.
+Herald's guarantees are tested through the local cloud, so its SQS must keep FIFO order exactly:
+
+* a group with any message in flight delivers nothing else;
+* messages of a group are handed out oldest first, consecutively;
+* a message received `maxReceiveCount` times moves to the DLQ on its next receive, and only then may the
+  next message of its group be delivered.
+
+Standard queues keep moto's behaviour.
+"""
+
+from __future__ import annotations
+
+import threading
+from copy import deepcopy
+from typing import Any
+
+from moto.core.utils import unix_time
+from moto.sqs import models as sqs_models
+
+_receive_lock = threading.Lock()
+_installed = False
+
+
+def _fifo_receive(queue: Any, count: int, visibility_timeout: int, attribute_names: list[str]) -> list[Any]:
+    result: list[Any] = []
+    blocked_groups: set[str] = set()
+    to_dlq: list[Any] = []
+    policy = queue.redrive_policy if queue.dead_letter_queue is not None else None
+    for message in list(queue._messages):
+        group = message.group_id
+        if group in blocked_groups:
+            continue
+        if not message.visible or message.delayed:
+            blocked_groups.add(group)
+            continue
+        queue.pending_messages.discard(message)
+        if policy and message.approximate_receive_count >= int(policy["maxReceiveCount"]):
+            to_dlq.append(message)
+            continue
+        if len(result) >= count:
+            blocked_groups.add(group)
+            continue
+        queue.pending_messages.add(message)
+        message.mark_received(visibility_timeout=visibility_timeout)
+        copied = deepcopy(message)
+        sqs_models._filter_message_attributes(copied, attribute_names)
+        result.append(copied)
+    for message in to_dlq:
+        queue._messages.remove(message)
+        queue.dead_letter_queue.add_message(message)
+    return result
+
+
+def install() -> None:
+    """Patch moto's SQS backend in this process (the embedded server runs here)."""
+    global _installed  # noqa: PLW0603 - one patch per process
+    if _installed:
+        return
+    original = sqs_models.SQSBackend.receive_message
+
+    def receive_message(
+        self: Any,
+        queue_name: str,
+        count: int,
+        wait_seconds_timeout: int,
+        visibility_timeout: int,
+        message_attribute_names: list[str] | None = None,
+    ) -> list[Any]:
+        queue = self.get_queue(queue_name)
+        if not queue.fifo_queue:
+            return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
+        deadline = unix_time() + wait_seconds_timeout
+        while True:
+            with _receive_lock:
+                result = _fifo_receive(queue, count, visibility_timeout, message_attribute_names or [])
+            if result or unix_time() >= deadline:
+                return result
+            queue.wait_for_messages(min(1, max(0.05, deadline - unix_time())))
+
+    sqs_models.SQSBackend.receive_message = receive_message
+    _installed = True

@@ -1,0 +1,1 @@
+"""The HTTP API: one FastAPI app (behind Mangum in AWS, uvicorn locally)."""

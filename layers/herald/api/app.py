@@ -1,0 +1,78 @@
+"""The FastAPI application: routers of every bounded context, the envelope, request ids."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from herald.api import health, identity
+from herald.api.envelope import error_response
+from herald.errors import HeraldError
+from herald.observability import logger
+
+_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+
+
+def _request_id(request: Request) -> str:
+    event = request.scope.get("aws.event")
+    if isinstance(event, dict):
+        request_id = event.get("requestContext", {}).get("requestId")
+        if isinstance(request_id, str) and request_id:
+            return request_id
+    return uuid.uuid4().hex
+
+
+def _describe_validation(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        location = ".".join(str(part) for part in error.get("loc", ()))
+        parts.append(f"{location}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(
+        title="Herald",
+        version="0.1.0",
+        openapi_url="/api/v1/openapi.json",
+        docs_url="/api/v1/docs",
+        redoc_url=None,
+    )
+
+    @app.middleware("http")
+    async def assign_request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        request.state.request_id = _request_id(request)
+        response = await call_next(request)
+        response.headers["x-request-id"] = request.state.request_id
+        return response
+
+    @app.exception_handler(HeraldError)
+    async def herald_error(request: Request, exc: HeraldError) -> Response:
+        response = error_response(request, exc.code, exc.message, exc.reason)
+        if response.status_code >= 500:
+            logger.exception("request failed", code=exc.code, path=request.url.path)
+        else:
+            logger.info("request refused", code=exc.code, reason=exc.reason, path=request.url.path)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(request, "INVALID_ARGUMENT", _describe_validation(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        code = _HTTP_CODES.get(exc.status_code, "INVALID_ARGUMENT" if exc.status_code < 500 else "INTERNAL")
+        return error_response(request, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(request: Request, exc: Exception) -> Response:
+        logger.exception("unexpected error", path=request.url.path)
+        return error_response(request, "INTERNAL", "internal error")
+
+    app.include_router(health.router)
+    app.include_router(identity.router)
+    return app

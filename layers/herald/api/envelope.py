@@ -1,0 +1,60 @@
+"""The response envelope and the one mapping from error codes to HTTP statuses (CONTRACTS §0)."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+T = TypeVar("T")
+
+STATUS_BY_CODE = {
+    "INVALID_ARGUMENT": 400,
+    "UNAUTHORIZED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+    "CONFLICT": 409,
+    "PAYLOAD_TOO_LARGE": 413,
+    "RATE_LIMITED": 429,
+    "INTERNAL": 500,
+    "UPSTREAM_ERROR": 502,
+}
+
+
+class Envelope(BaseModel, Generic[T]):
+    code: str = "OK"
+    message: str = ""
+    data: T
+    request_id: str
+
+
+class ErrorData(BaseModel):
+    reason: str
+
+
+class ErrorEnvelope(BaseModel):
+    code: str
+    message: str
+    data: ErrorData | None = None
+    request_id: str
+
+
+def request_id_of(request: Request) -> str:
+    return str(getattr(request.state, "request_id", ""))
+
+
+def ok(request: Request, data: T) -> Envelope[T]:
+    return Envelope[T](data=data, request_id=request_id_of(request))
+
+
+def error_response(request: Request, code: str, message: str, reason: str | None = None) -> JSONResponse:
+    body: dict[str, Any] = {
+        "code": code,
+        "message": message,
+        "data": {"reason": reason} if reason else None,
+        "request_id": request_id_of(request),
+    }
+    return JSONResponse(status_code=STATUS_BY_CODE.get(code, 500), content=body)

@@ -1,0 +1,19 @@
+"""`GET /api/v1/health`: unauthenticated liveness; says nothing about tenants or data."""
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+
+from herald.api.envelope import Envelope, ok
+from herald.settings import get_settings
+
+router = APIRouter()
+
+
+class Health(BaseModel):
+    status: str
+    stage: str
+
+
+@router.get("/api/v1/health", response_model=Envelope[Health])
+def health(request: Request) -> Envelope[Health]:
+    return ok(request, Health(status="ok", stage=get_settings().stage))

@@ -1,0 +1,30 @@
+"""Who-am-I routes: let a client or a service check its credential without side effects."""
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+
+from herald.api.envelope import Envelope, ok
+from herald.api.security import CurrentPrincipal, CurrentService
+
+router = APIRouter()
+
+
+class Me(BaseModel):
+    user_id: str
+    app_code: str
+    roles: list[str]
+
+
+class ServiceIdentity(BaseModel):
+    service_id: str
+    capabilities: list[str]
+
+
+@router.get("/api/v1/me", response_model=Envelope[Me])
+def me(request: Request, principal: CurrentPrincipal) -> Envelope[Me]:
+    return ok(request, Me(user_id=principal.user_id, app_code=principal.app_code, roles=sorted(principal.roles)))
+
+
+@router.get("/internal/v1/whoami", response_model=Envelope[ServiceIdentity])
+def whoami(request: Request, caller: CurrentService) -> Envelope[ServiceIdentity]:
+    return ok(request, ServiceIdentity(service_id=caller.service_id, capabilities=sorted(caller.capabilities)))

@@ -1,0 +1,46 @@
+"""FastAPI dependencies that say who is calling. A client header never names the user: the principal
+comes from API Gateway's verified authorizer claims or from a JWT this process verifies itself."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from herald.auth.models import Principal, ServiceCaller
+from herald.auth.tokens import principal_from_claims
+from herald.auth.wiring import jwt_verifier, service_keys
+from herald.errors import Unauthorized
+from herald.settings import get_settings
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, credential = header.partition(" ")
+    if scheme.lower() != "bearer" or not credential.strip():
+        raise Unauthorized("missing bearer credential")
+    return credential.strip()
+
+
+def _authorizer_claims(request: Request) -> dict[str, Any] | None:
+    """Claims API Gateway's JWT authorizer put in the Lambda event (only Mangum sets `aws.event`)."""
+    event = request.scope.get("aws.event")
+    if not isinstance(event, dict):
+        return None
+    claims = event.get("requestContext", {}).get("authorizer", {}).get("jwt", {}).get("claims")
+    return claims if isinstance(claims, dict) else None
+
+
+def current_principal(request: Request) -> Principal:
+    claims = _authorizer_claims(request)
+    if claims is not None:
+        return principal_from_claims(claims, get_settings().default_app_code)
+    return jwt_verifier().verify(_bearer(request))
+
+
+def current_service(request: Request) -> ServiceCaller:
+    return service_keys().authenticate(_bearer(request), request.url.path)
+
+
+CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
+CurrentService = Annotated[ServiceCaller, Depends(current_service)]

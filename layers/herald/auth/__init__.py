@@ -1,0 +1,1 @@
+"""Who is calling: app users (JWT) and partner/engine services (service keys)."""

@@ -1,0 +1,78 @@
+"""DynamoDB adapter for service keys: one table, `pk` = `KEY#<key_id>` or `SERVICE#<service_id>`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from herald import aws
+from herald.auth.models import ServiceKeyRecord, ServiceRecord
+from herald.dynamo import from_item, to_item
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+class DynamoServiceKeyStore:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._table = table_name
+        self._client = client
+
+    @property
+    def _ddb(self) -> DynamoDBClient:
+        return self._client or aws.dynamodb()
+
+    def get_key(self, key_id: str) -> ServiceKeyRecord | None:
+        item = self._get(f"KEY#{key_id}")
+        if item is None:
+            return None
+        return ServiceKeyRecord(
+            key_id=item["key_id"],
+            service_id=item["service_id"],
+            secret_hash=item["secret_hash"],
+            created_at_ms=item["created_at_ms"],
+            revoked_at_ms=item.get("revoked_at_ms"),
+        )
+
+    def get_service(self, service_id: str) -> ServiceRecord | None:
+        item = self._get(f"SERVICE#{service_id}")
+        if item is None:
+            return None
+        return ServiceRecord(
+            service_id=item["service_id"],
+            capabilities=frozenset(item.get("capabilities", ())),
+            created_at_ms=item["created_at_ms"],
+        )
+
+    def put_service(self, service: ServiceRecord) -> None:
+        self._ddb.put_item(
+            TableName=self._table,
+            Item=to_item(
+                {
+                    "pk": f"SERVICE#{service.service_id}",
+                    "service_id": service.service_id,
+                    "capabilities": sorted(service.capabilities),
+                    "created_at_ms": service.created_at_ms,
+                }
+            ),
+        )
+
+    def put_key(self, key: ServiceKeyRecord) -> None:
+        self._ddb.put_item(
+            TableName=self._table,
+            Item=to_item(
+                {
+                    "pk": f"KEY#{key.key_id}",
+                    "key_id": key.key_id,
+                    "service_id": key.service_id,
+                    "secret_hash": key.secret_hash,
+                    "created_at_ms": key.created_at_ms,
+                    "revoked_at_ms": key.revoked_at_ms,
+                }
+            ),
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+
+    def _get(self, pk: str) -> dict[str, Any] | None:
+        response = self._ddb.get_item(TableName=self._table, Key={"pk": {"S": pk}}, ConsistentRead=True)
+        item = response.get("Item")
+        return from_item(item) if item else None

@@ -1,0 +1,46 @@
+"""The one error hierarchy of Herald's domain.
+
+Domain code raises these; the HTTP edge (herald.api.envelope) is the single place that maps a code to a
+status. A `reason` is a stable machine-readable word clients may branch on (returned as `data.reason`).
+"""
+
+
+class HeraldError(Exception):
+    code = "INTERNAL"
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+
+
+class InvalidArgument(HeraldError):
+    code = "INVALID_ARGUMENT"
+
+
+class Unauthorized(HeraldError):
+    code = "UNAUTHORIZED"
+
+
+class PermissionDenied(HeraldError):
+    code = "PERMISSION_DENIED"
+
+
+class NotFound(HeraldError):
+    code = "NOT_FOUND"
+
+
+class Conflict(HeraldError):
+    code = "CONFLICT"
+
+
+class RateLimited(HeraldError):
+    code = "RATE_LIMITED"
+
+
+class UpstreamError(HeraldError):
+    code = "UPSTREAM_ERROR"
+
+
+class ConfigurationError(HeraldError):
+    """A required setting is missing: a deployment fault, never the caller's."""

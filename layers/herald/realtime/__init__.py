@@ -1,0 +1,1 @@
+"""Realtime: WebSocket connections per user and pushes to all of a user's connections."""

@@ -1,0 +1,48 @@
+"""The WebSocket API's routes ($connect, $disconnect, $default), as API Gateway invokes them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from herald.auth.tokens import JwtVerifier
+from herald.errors import HeraldError
+from herald.observability import logger
+from herald.realtime.service import Realtime
+
+
+def _response(status: int, body: str = "") -> dict[str, Any]:
+    return {"statusCode": status, "body": body}
+
+
+def handle_websocket_event(event: dict[str, Any], verifier: JwtVerifier, realtime: Realtime) -> dict[str, Any]:
+    context = event.get("requestContext", {})
+    route = context.get("routeKey")
+    connection_id = str(context.get("connectionId", ""))
+    if route == "$connect":
+        token = (event.get("queryStringParameters") or {}).get("token", "")
+        try:
+            principal = verifier.verify(token)
+        except HeraldError as exc:
+            logger.info("websocket connect refused", code=exc.code)
+            return _response(401, "Unauthorized")
+        realtime.connect(connection_id, principal)
+        logger.info("websocket connected", connection_id=connection_id, user_id=principal.user_id)
+        return _response(200)
+    if route == "$disconnect":
+        realtime.disconnect(connection_id)
+        return _response(200)
+    return _default_route(event, connection_id, realtime)
+
+
+def _default_route(event: dict[str, Any], connection_id: str, realtime: Realtime) -> dict[str, Any]:
+    """Clients only listen; the one message they may send is a ping, answered with a pong."""
+    try:
+        message = json.loads(event.get("body") or "{}")
+    except json.JSONDecodeError:
+        message = None
+    if isinstance(message, dict) and message.get("action") == "ping":
+        realtime.send(connection_id, {"type": "pong"})
+        return _response(200)
+    realtime.send(connection_id, {"type": "error", "code": "INVALID_ARGUMENT", "message": "unknown action"})
+    return _response(200)
