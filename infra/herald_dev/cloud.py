@@ -237,7 +237,6 @@ class LocalCloud:
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
         self._load_functions()
         self._wire_sources()
-        self._write_state()
 
     def _write_state(self) -> None:
         if self.config.state_file is None:
@@ -269,8 +268,11 @@ class LocalCloud:
         self._servers = [_Server(config) for config in servers]
         for source in self.sources:
             source.start(self.stop_event)
-        log.info("HTTP API on %s, WebSocket API on %s", self.http_url, self.ws_url)
         tasks = [asyncio.create_task(server.serve()) for server in self._servers]
+        while not all(server.started for server in self._servers) and not any(task.done() for task in tasks):
+            await asyncio.sleep(0.05)
+        self._write_state()
+        log.info("ready: HTTP API on %s, WebSocket API on %s", self.http_url, self.ws_url)
         stopper = asyncio.create_task(asyncio.to_thread(self.stop_event.wait))
         await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
         self.stop_event.set()

@@ -40,10 +40,12 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def stream_record(record: Any, stream_arn: str) -> dict[str, Any]:
-    """A GetRecords record as Lambda delivers it (JSON-ready, with the stream's ARN)."""
+def stream_record(record: Any, stream_arn: str, region: str) -> dict[str, Any]:
+    """A GetRecords record as Lambda delivers it (JSON-ready, with the stream's ARN; DynamoDB Local's
+    placeholder region "ddblocal" becomes the stack's region)."""
     shaped: dict[str, Any] = _jsonable(dict(record))
     shaped["eventSourceARN"] = stream_arn
+    shaped["awsRegion"] = region
     return shaped
 
 
@@ -139,7 +141,7 @@ class StreamEventSource:
         while not stop.is_set():
             if iterator is not None and len(buffer) < self.settings.batch_size:
                 response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
-                buffer.extend(stream_record(r, self.stream_arn) for r in response.get("Records", []))
+                buffer.extend(stream_record(r, self.stream_arn, self.function.region) for r in response.get("Records", []))
                 iterator = response.get("NextShardIterator")
             if not buffer:
                 if iterator is None:

@@ -1,0 +1,1 @@
+"""Loopback fakes of the providers Herald talks to (JWKS now; Tencent IM and Feishu as they arrive)."""

@@ -1,0 +1,62 @@
+"""A JWKS endpoint on loopback with an RSA key it can sign tokens with: the identity provider, faked."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+
+
+class FakeJwks:
+    def __init__(self, issuer: str = "https://idp.test/", audience: str = "herald", key_id: str = "test-key") -> None:
+        self.issuer = issuer
+        self.audience = audience
+        self.key_id = key_id
+        self.requests = 0
+        self._private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        public = json.loads(RSAAlgorithm.to_jwk(self._private.public_key()))
+        public.update({"kid": key_id, "use": "sig", "alg": "RS256"})
+        self._document = json.dumps({"keys": [public]}).encode()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/.well-known/jwks.json"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                fake.requests += 1
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(fake._document)))
+                self.end_headers()
+                self.wfile.write(fake._document)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        return Handler
+
+    def start(self) -> FakeJwks:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def sign(self, claims: dict[str, Any], ttl: int = 600, **headers: Any) -> str:
+        now = int(time.time())
+        body = {"iss": self.issuer, "aud": self.audience, "iat": now, "exp": now + ttl, **claims}
+        return jwt.encode(body, self._private, algorithm="RS256", headers={"kid": self.key_id, **headers})

@@ -1,0 +1,49 @@
+"""Every test starts from a clean process state: Herald's environment, no cached settings or clients."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from herald_dev.cloud import LOCAL_JWT_SECRET
+
+TEST_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+    "HERALD_STAGE": "test",
+    "HERALD_JWT_HS256_SECRET": LOCAL_JWT_SECRET,
+    "HERALD_SERVICE_KEYS_TABLE": "test-ServiceKeysTable",
+    "HERALD_CONNECTIONS_TABLE": "test-ConnectionsTable",
+    "HERALD_WS_MANAGEMENT_ENDPOINT": "http://127.0.0.1:9/",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_NAMESPACE": "HeraldTest",
+}
+_CLEARED_ENV = ("HERALD_JWT_JWKS_URL", "HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE", "AWS_ENDPOINT_URL", "AWS_PROFILE")
+
+
+def clear_herald_caches() -> None:
+    """Forget every lru_cache'd settings object, client and service in the herald package."""
+    from herald import aws
+
+    aws.reset_clients()
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("herald.") and name != "herald":
+            continue
+        for value in vars(module).values():
+            if callable(value) and hasattr(value, "cache_clear") and getattr(value, "__module__", "") == name:
+                value.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def herald_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key in _CLEARED_ENV:
+        monkeypatch.delenv(key, raising=False)
+    for key, value in TEST_ENV.items():
+        monkeypatch.setenv(key, value)
+    clear_herald_caches()
+    yield
+    clear_herald_caches()

@@ -1,0 +1,35 @@
+"""Integration fixtures: the local cloud on the embedded moto, or with DynamoDB Local when
+HERALD_TEST_DYNAMODB=local (CI runs this suite both ways)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.local_cloud import DynamoDBLocal, LocalCloudProcess
+
+
+@pytest.fixture(scope="session")
+def dynamodb_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    if os.environ.get("HERALD_TEST_DYNAMODB") != "local":
+        yield None
+        return
+    engine = DynamoDBLocal(tmp_path_factory.mktemp("dynamodb-local")).start()
+    yield engine.endpoint
+    engine.stop()
+
+
+@pytest.fixture(scope="session")
+def cloud(tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None) -> Iterator[LocalCloudProcess]:
+    """The real template.yaml, served as `make dev` serves it."""
+    process = LocalCloudProcess(tmp_path_factory.mktemp("cloud"), dynamodb_endpoint=dynamodb_endpoint).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path

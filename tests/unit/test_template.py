@@ -1,0 +1,85 @@
+"""The local cloud reads template.yaml as CloudFormation would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from herald_dev.template import LocalStack, TemplateError, load_template
+
+REPO = Path(__file__).resolve().parents[2]
+
+TEMPLATE = """
+Parameters:
+  Stage: {Type: String, Default: dev}
+  Empty: {Type: String, Default: ""}
+Conditions:
+  HasEmpty: !Not [!Equals [!Ref Empty, ""]]
+Globals:
+  Function:
+    Timeout: 5
+    Environment:
+      Variables:
+        SHARED: !Sub "${AWS::StackName}-${Stage}"
+Resources:
+  Jobs:
+    Type: AWS::SQS::Queue
+    Properties:
+      FifoQueue: true
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: functions/x/
+      Handler: app.handler
+      Environment:
+        Variables:
+          QUEUE: !GetAtt Jobs.QueueName
+          ARN: !GetAtt [Jobs, Arn]
+          OPTIONAL: !If [HasEmpty, !Ref Empty, !Ref AWS::NoValue]
+          JOINED: !Join ["/", [a, !Ref Stage]]
+"""
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> LocalStack:
+    path = tmp_path / "template.yaml"
+    path.write_text(TEMPLATE)
+    return LocalStack.from_file(path, stack_name="s", parameter_overrides={"Stage": "local"})
+
+
+def test_short_form_intrinsics_resolve_against_the_local_stack(stack: LocalStack) -> None:
+    env = stack.resolve(stack.function_properties("Fn")["Environment"]["Variables"])
+    assert env == {
+        "SHARED": "s-local",
+        "QUEUE": "s-Jobs.fifo",
+        "ARN": "arn:aws:sqs:us-east-1:123456789012:s-Jobs.fifo",
+        "JOINED": "a/local",
+    }
+
+
+def test_globals_merge_into_each_function(stack: LocalStack) -> None:
+    props = stack.function_properties("Fn")
+    assert props["Timeout"] == 5
+    assert set(props["Environment"]["Variables"]) == {"SHARED", "QUEUE", "ARN", "OPTIONAL", "JOINED"}
+
+
+def test_created_resource_attributes_win_over_derived_names(stack: LocalStack) -> None:
+    stack.attributes["Jobs"] = {"Ref": "http://q/url", "Arn": "arn:real"}
+    assert stack.resolve({"Ref": "Jobs"}) == "http://q/url"
+    assert stack.resolve({"Fn::GetAtt": ["Jobs", "Arn"]}) == "arn:real"
+
+
+def test_unknown_reference_is_an_error(stack: LocalStack) -> None:
+    with pytest.raises(TemplateError):
+        stack.resolve({"Ref": "Nope"})
+
+
+def test_the_real_template_lists_every_function_with_code_on_disk() -> None:
+    stack = LocalStack(load_template(REPO / "template.yaml"))
+    functions = stack.of_type("AWS::Serverless::Function")
+    assert functions
+    for logical_id in functions:
+        props = stack.function_properties(logical_id)
+        assert (REPO / props["CodeUri"] / "app.py").is_file(), logical_id
+        assert props["Runtime"] == "python3.11"
