@@ -7,13 +7,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
 from herald.api.app import create_app
-from herald.observability import logger, tracer
+from herald.observability import logger
 
 app = create_app()
 asgi = Mangum(app, lifespan="off")
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return asgi(event, context)  # type: ignore[no-any-return]
+    return asgi(event, context)  # type: ignore[arg-type]  # Powertools and Mangum type the same context

@@ -1,8 +1,8 @@
 """`herald`: the developer and operator command line.
 
-  herald local                 the whole stack on this machine (what `make dev` runs)
-  herald token --user 10002    a dev JWT for the local cloud
-  herald keys create ...       a service key (printed once) in the local or a deployed stack
+herald local                 the whole stack on this machine (what `make dev` runs)
+herald token --user 10002    a dev JWT for the local cloud
+herald keys create ...       a service key (printed once) in the local or a deployed stack
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def _parse_pairs(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", datefmt="%H:%M:%S"
+    )
     logging.getLogger("botocore").setLevel(logging.WARNING)
     config = LocalCloudConfig(
         template_path=Path(args.template).resolve(),
@@ -80,7 +82,9 @@ def _service_keys_table(args: argparse.Namespace) -> tuple[str, Any]:
         return resource["StackResourceDetail"]["PhysicalResourceId"], session.client("dynamodb")
     state_path = Path(args.state_file)
     if not state_path.exists():
-        raise SystemExit(f"no local cloud is running ({state_path} not found): start it with `make dev`, or pass --stack")
+        raise SystemExit(
+            f"no local cloud is running ({state_path} not found): start it with `make dev`, or pass --stack"
+        )
     state = json.loads(state_path.read_text())
     endpoint = state.get("dynamodb_endpoint") or state["aws_endpoint"]
     client = boto3.client(
@@ -105,12 +109,17 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
     print(key)
-    print(f"# service={record.service_id} key_id={record.key_id} (shown once; only its hash is stored)", file=sys.stderr)
+    print(
+        f"# service={record.service_id} key_id={record.key_id} (shown once; only its hash is stored)",
+        file=sys.stderr,
+    )
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="herald", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="herald", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     local = commands.add_parser("local", help="run the whole stack locally")
@@ -120,10 +129,20 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--http-port", type=int, default=_int_env("HERALD_HTTP_PORT", 8080))
     local.add_argument("--ws-port", type=int, default=_int_env("HERALD_WS_PORT", 8081))
     local.add_argument("--moto-port", type=int, default=_int_env("HERALD_MOTO_PORT", 4566))
-    local.add_argument("--aws-endpoint", default=os.environ.get("HERALD_AWS_ENDPOINT"), help="use this AWS emulator instead of the embedded moto")
-    local.add_argument("--dynamodb-endpoint", default=os.environ.get("HERALD_DYNAMODB_ENDPOINT"), help="e.g. DynamoDB Local")
-    local.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter override")
-    local.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra function environment")
+    local.add_argument(
+        "--aws-endpoint",
+        default=os.environ.get("HERALD_AWS_ENDPOINT"),
+        help="use this AWS emulator instead of the embedded moto",
+    )
+    local.add_argument(
+        "--dynamodb-endpoint", default=os.environ.get("HERALD_DYNAMODB_ENDPOINT"), help="e.g. DynamoDB Local"
+    )
+    local.add_argument(
+        "--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter override"
+    )
+    local.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="extra function environment"
+    )
     local.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
     local.set_defaults(run=cmd_local)
 

@@ -16,9 +16,9 @@ import os
 import re
 import signal
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 import boto3
@@ -104,7 +104,9 @@ class LocalCloud:
             from moto.server import ThreadedMotoServer
 
             moto_patches.install()
-            self._moto = ThreadedMotoServer(ip_address=self.config.host, port=self.config.moto_port, verbose=False)
+            self._moto = ThreadedMotoServer(
+                ip_address=self.config.host, port=self.config.moto_port, verbose=False
+            )
             self._moto.start()
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
             log.info("embedded moto server on %s", self.aws_endpoint)
@@ -175,7 +177,8 @@ class LocalCloud:
                             self._queue_url_for_arn(queue_arn),
                             queue_arn,
                             batch_size=int(props.get("BatchSize", 10)),
-                            report_batch_item_failures="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
+                            report_batch_item_failures="ReportBatchItemFailures"
+                            in props.get("FunctionResponseTypes", []),
                             pollers=int(props.get("ScalingConfig", {}).get("MaximumConcurrency", 2)),
                             wait_seconds=self.config.sqs_wait_seconds,
                         )
@@ -185,20 +188,23 @@ class LocalCloud:
                     settings = StreamSettings(
                         batch_size=int(props.get("BatchSize", 100)),
                         starting_position=str(props.get("StartingPosition", "TRIM_HORIZON")),
-                        report_batch_item_failures="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
+                        report_batch_item_failures="ReportBatchItemFailures"
+                        in props.get("FunctionResponseTypes", []),
                         maximum_retry_attempts=int(props.get("MaximumRetryAttempts", -1)),
                         bisect_on_error=str(props.get("BisectBatchOnFunctionError", False)).lower() == "true",
                         on_failure_queue_url=self._queue_url_for_arn(on_failure) if on_failure else None,
                     )
                     self.sources.append(
-                        StreamEventSource(function, self.client("dynamodbstreams"), sqs, props["Stream"], settings)
+                        StreamEventSource(
+                            function, self.client("dynamodbstreams"), sqs, props["Stream"], settings
+                        )
                     )
                 elif kind == "Schedule":
                     if str(props.get("Enabled", True)).lower() == "false":
                         continue
-                    interval = float(self.config.environment.get(f"HERALD_LOCAL_RATE_{logical_id}", 0)) or rate_seconds(
-                        props["Schedule"]
-                    )
+                    interval = float(
+                        self.config.environment.get(f"HERALD_LOCAL_RATE_{logical_id}", 0)
+                    ) or rate_seconds(props["Schedule"])
                     self.sources.append(ScheduleEventSource(function, f"{logical_id}-{event_name}", interval))
 
     def _http_function(self) -> LocalFunction | None:
@@ -219,7 +225,9 @@ class LocalCloud:
         selection = str(api["Properties"].get("RouteSelectionExpression", "$request.body.action"))
         by_arn = {self.stack.get_att(lid, "Arn"): f for lid, f in self.functions.items()}
         integrations = {
-            self.stack.physical_name(lid): str(self.stack.resolve(res["Properties"].get("IntegrationUri", "")))
+            self.stack.physical_name(lid): str(
+                self.stack.resolve(res["Properties"].get("IntegrationUri", ""))
+            )
             for lid, res in self.stack.of_type("AWS::ApiGatewayV2::Integration").items()
         }
         routes: dict[str, LocalFunction] = {}
@@ -229,7 +237,9 @@ class LocalCloud:
             match = re.search(r"functions/(arn:[^/]+)/invocations", uri)
             if match and match.group(1) in by_arn:
                 routes[str(res["Properties"]["RouteKey"])] = by_arn[match.group(1)]
-        return WebSocketGateway(routes, api_id=api_id, stage="local", selection_key=selection.rsplit(".", 1)[-1])
+        return WebSocketGateway(
+            routes, api_id=api_id, stage="local", selection_key=selection.rsplit(".", 1)[-1]
+        )
 
     # ------------------------------------------------------------------ run
     def prepare(self) -> None:
@@ -259,11 +269,19 @@ class LocalCloud:
         http_function = self._http_function()
         if http_function is not None:
             app = http_function.load_module().app
-            servers.append(uvicorn.Config(app, host=self.config.host, port=self.config.http_port, log_level="warning"))
+            servers.append(
+                uvicorn.Config(app, host=self.config.host, port=self.config.http_port, log_level="warning")
+            )
         gateway = self._websocket_gateway()
         if gateway is not None:
             servers.append(
-                uvicorn.Config(gateway.asgi(), host=self.config.host, port=self.config.ws_port, log_level="warning", ws="websockets-sansio")
+                uvicorn.Config(
+                    gateway.asgi(),
+                    host=self.config.host,
+                    port=self.config.ws_port,
+                    log_level="warning",
+                    ws="websockets-sansio",
+                )
             )
         self._servers = [_Server(config) for config in servers]
         for source in self.sources:

@@ -72,7 +72,9 @@ def install() -> None:
     ) -> list[Any]:
         queue = self.get_queue(queue_name)
         if not queue.fifo_queue:
-            return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
+            return original(
+                self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names
+            )
         deadline = unix_time() + wait_seconds_timeout
         while True:
             with _receive_lock:
@@ -81,5 +83,5 @@ def install() -> None:
                 return result
             queue.wait_for_messages(min(1, max(0.05, deadline - unix_time())))
 
-    sqs_models.SQSBackend.receive_message = receive_message
+    sqs_models.SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
     _installed = True

@@ -16,7 +16,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("local-cloud")
 
-_TABLE_KEYS = ("AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "StreamSpecification")
+_TABLE_KEYS = (
+    "AttributeDefinitions",
+    "KeySchema",
+    "GlobalSecondaryIndexes",
+    "LocalSecondaryIndexes",
+    "StreamSpecification",
+)
 # CloudFormation queue properties -> SQS attribute names (the same words, as strings).
 _QUEUE_ATTRIBUTES = (
     "FifoQueue",
@@ -61,7 +67,8 @@ def _create_table(stack: LocalStack, logical_id: str, dynamodb: DynamoDBClient) 
         current = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
         if current.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
             dynamodb.update_time_to_live(
-                TableName=name, TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True}
+                TableName=name,
+                TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
             )
     table = dynamodb.describe_table(TableName=name)["Table"]
     attributes = {"Ref": name, "Arn": table["TableArn"]}

@@ -31,7 +31,9 @@ class ScheduleEventSource:
         self._thread: threading.Thread | None = None
 
     def start(self, stop: threading.Event) -> None:
-        self._thread = threading.Thread(target=self._run, args=(stop,), name=f"schedule-{self.function.logical_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(stop,), name=f"schedule-{self.function.logical_id}", daemon=True
+        )
         self._thread.start()
 
     def join(self, timeout: float) -> None:

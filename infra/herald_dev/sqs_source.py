@@ -138,5 +138,10 @@ class SqsEventSource:
                 Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
             )
         if failed:
-            log.info("%s: %d of %d messages failed, left for retry", self.function.logical_id, len(failed), len(ids))
+            log.info(
+                "%s: %d of %d messages failed, left for retry",
+                self.function.logical_id,
+                len(failed),
+                len(ids),
+            )
         return len(messages)

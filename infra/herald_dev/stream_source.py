@@ -96,7 +96,9 @@ class StreamEventSource:
         self._lock = threading.Lock()
 
     def start(self, stop: threading.Event) -> None:
-        thread = threading.Thread(target=self._discover, args=(stop,), name=f"stream-{self.function.logical_id}", daemon=True)
+        thread = threading.Thread(
+            target=self._discover, args=(stop,), name=f"stream-{self.function.logical_id}", daemon=True
+        )
         thread.start()
         self._threads.append(thread)
 
@@ -109,7 +111,9 @@ class StreamEventSource:
         first = True
         while not stop.is_set():
             try:
-                shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
+                shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"][
+                    "Shards"
+                ]
                 known = {shard["ShardId"] for shard in shards}
                 for shard in shards:
                     shard_id = shard["ShardId"]
@@ -135,13 +139,18 @@ class StreamEventSource:
 
     def _read_shard(self, shard_id: str, position: str, stop: threading.Event) -> None:
         iterator: str | None = self._streams.get_shard_iterator(
-            StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType=position  # type: ignore[arg-type]
+            StreamArn=self.stream_arn,
+            ShardId=shard_id,
+            ShardIteratorType=position,  # type: ignore[arg-type]
         )["ShardIterator"]
         buffer: list[dict[str, Any]] = []
         while not stop.is_set():
             if iterator is not None and len(buffer) < self.settings.batch_size:
                 response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
-                buffer.extend(stream_record(r, self.stream_arn, self.function.region) for r in response.get("Records", []))
+                buffer.extend(
+                    stream_record(r, self.stream_arn, self.function.region)
+                    for r in response.get("Records", [])
+                )
                 iterator = response.get("NextShardIterator")
             if not buffer:
                 if iterator is None:
@@ -152,7 +161,9 @@ class StreamEventSource:
         with self._lock:
             self._finished_shards.add(shard_id)
 
-    def _deliver(self, shard_id: str, buffer: list[dict[str, Any]], stop: threading.Event) -> list[dict[str, Any]]:
+    def _deliver(
+        self, shard_id: str, buffer: list[dict[str, Any]], stop: threading.Event
+    ) -> list[dict[str, Any]]:
         """Deliver the head of the buffer until it succeeds or is given up; returns what remains."""
         limit = self.settings.batch_size
         attempts = 0
@@ -161,7 +172,11 @@ class StreamEventSource:
             sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in batch]
             try:
                 response = self.function.invoke({"Records": batch})
-                failed_at = failed_sequence(response, sequence_numbers) if self.settings.report_batch_item_failures else None
+                failed_at = (
+                    failed_sequence(response, sequence_numbers)
+                    if self.settings.report_batch_item_failures
+                    else None
+                )
             except FunctionError as exc:
                 attempts += 1
                 if self.settings.bisect_on_error and limit > 1:
@@ -187,7 +202,12 @@ class StreamEventSource:
         return maximum >= 0 and attempts > maximum
 
     def _give_up(self, shard_id: str, batch: list[dict[str, Any]], attempts: int, error: str) -> None:
-        log.error("%s: giving up on %d stream records after %d attempts", self.function.logical_id, len(batch), attempts)
+        log.error(
+            "%s: giving up on %d stream records after %d attempts",
+            self.function.logical_id,
+            len(batch),
+            attempts,
+        )
         if not self.settings.on_failure_queue_url:
             return
         body = {

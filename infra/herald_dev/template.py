@@ -83,13 +83,16 @@ class LocalStack:
         if explicit:
             return str(self.resolve(explicit))
         name = f"{self.stack_name}-{logical_id}"
-        if resource["Type"] == "AWS::SQS::Queue" and str(self.resolve(props.get("FifoQueue", False))).lower() == "true":
+        if (
+            resource["Type"] == "AWS::SQS::Queue"
+            and str(self.resolve(props.get("FifoQueue", False))).lower() == "true"
+        ):
             name += ".fifo"
         return name
 
     def function_properties(self, logical_id: str) -> dict[str, Any]:
         """A function's properties with SAM Globals merged in (maps merge, the function's own value wins)."""
-        merged = copy.deepcopy(self.template.get("Globals", {}).get("Function", {}))
+        merged: dict[str, Any] = copy.deepcopy(self.template.get("Globals", {}).get("Function", {}))
         own = self.resources[logical_id].get("Properties", {})
         for key, value in own.items():
             if key == "Environment":
@@ -117,7 +120,7 @@ class LocalStack:
             "AWS::AccountId": ACCOUNT_ID,
             "AWS::Partition": "aws",
             "AWS::URLSuffix": "amazonaws.com",
-            "AWS::StackId": f"arn:aws:cloudformation:{self.region}:{ACCOUNT_ID}:stack/{self.stack_name}/local",
+            "AWS::StackId": f"arn:aws:cloudformation:{self.region}:{ACCOUNT_ID}:stack/{self.stack_name}/x",
         }.get(name)
 
     def ref(self, name: str) -> Any:
@@ -148,7 +151,9 @@ class LocalStack:
             return f"arn:aws:dynamodb:{self.region}:{ACCOUNT_ID}:table/{name}"
         if attribute in ("Arn", "QueueName") and resource_type == "AWS::SQS::Queue":
             return f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{name}" if attribute == "Arn" else name
-        raise TemplateError(f"GetAtt {logical_id}.{attribute} is not known locally (was the resource created?)")
+        raise TemplateError(
+            f"GetAtt {logical_id}.{attribute} is not known locally (was the resource created?)"
+        )
 
     def condition(self, name: str) -> bool:
         spec = self.template.get("Conditions", {}).get(name)
@@ -172,7 +177,7 @@ class LocalStack:
 
     def _intrinsics(self) -> dict[str, Callable[[Any], Any]]:
         return {
-            "Ref": lambda arg: self.ref(arg),
+            "Ref": self.ref,
             "Fn::GetAtt": lambda arg: self.get_att(*(arg.split(".", 1) if isinstance(arg, str) else arg)),
             "Fn::Sub": self._sub,
             "Fn::Join": lambda arg: str(self.resolve(arg[0])).join(str(v) for v in self.resolve(arg[1])),

@@ -42,7 +42,9 @@ class _Connection:
 
 
 class WebSocketGateway:
-    def __init__(self, routes: dict[str, LocalFunction], api_id: str, stage: str, selection_key: str = "action") -> None:
+    def __init__(
+        self, routes: dict[str, LocalFunction], api_id: str, stage: str, selection_key: str = "action"
+    ) -> None:
         self.routes = routes
         self.api_id = api_id
         self.stage = stage
@@ -62,7 +64,9 @@ class WebSocketGateway:
         )
 
     # ------------------------------------------------------------------ client side
-    def _event(self, route_key: str, event_type: str, connection_id: str, conn: _Connection, **extra: Any) -> dict[str, Any]:
+    def _event(
+        self, route_key: str, event_type: str, connection_id: str, conn: _Connection, **extra: Any
+    ) -> dict[str, Any]:
         now = _now_ms()
         context = {
             "routeKey": route_key,
@@ -125,10 +129,13 @@ class WebSocketGateway:
                 if message["type"] == "websocket.disconnect":
                     close_code = int(message.get("code", 1000))
                     break
-                body = message.get("text") if message.get("text") is not None else (message.get("bytes") or b"").decode()
+                text = message.get("text")
+                body = str(text) if text is not None else (message.get("bytes") or b"").decode()
                 conn.last_active_ms = _now_ms()
                 route = self._select_route(body)
-                event = self._event(route, "MESSAGE", connection_id, conn, body=body, context={"messageId": uuid.uuid4().hex})
+                event = self._event(
+                    route, "MESSAGE", connection_id, conn, body=body, context={"messageId": uuid.uuid4().hex}
+                )
                 await self._invoke(route, event)
         except WebSocketDisconnect as exc:
             close_code = exc.code
@@ -159,13 +166,19 @@ class WebSocketGateway:
         connection_id = request.path_params["connection_id"]
         conn = self.connections.get(connection_id)
         if conn is None:
-            return JSONResponse({"message": None}, status_code=410, headers={"x-amzn-ErrorType": "GoneException"})
+            return JSONResponse(
+                {"message": None}, status_code=410, headers={"x-amzn-ErrorType": "GoneException"}
+            )
         if request.method == "GET":
             return JSONResponse(
                 {
-                    "ConnectedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(conn.connected_at_ms / 1000)),
+                    "ConnectedAt": time.strftime(
+                        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(conn.connected_at_ms / 1000)
+                    ),
                     "Identity": {"SourceIp": conn.source_ip, "UserAgent": conn.user_agent},
-                    "LastActiveAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(conn.last_active_ms / 1000)),
+                    "LastActiveAt": time.strftime(
+                        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(conn.last_active_ms / 1000)
+                    ),
                 }
             )
         if request.method == "DELETE":
@@ -178,7 +191,9 @@ class WebSocketGateway:
             await conn.websocket.send_bytes(data)
         except Exception:  # the socket closed under us: to the caller it is gone
             self.connections.pop(connection_id, None)
-            return JSONResponse({"message": None}, status_code=410, headers={"x-amzn-ErrorType": "GoneException"})
+            return JSONResponse(
+                {"message": None}, status_code=410, headers={"x-amzn-ErrorType": "GoneException"}
+            )
         return Response(status_code=200)
 
     async def close_all(self) -> None:

@@ -1,11 +1,12 @@
-"""One place for Powertools: a logger, a tracer and a metrics emitter shared by every function.
+"""One place for Powertools: the logger and the metrics emitter shared by every function.
 
 The service name comes from POWERTOOLS_SERVICE_NAME (set per function in template.yaml); the correlation
-id is the API Gateway request id or the Lambda request id.
+id is the API Gateway request id or the Lambda request id. Traces come from Lambda's active tracing
+(`Tracing: Active` in template.yaml); the X-Ray SDK behind Powertools' Tracer is not imported, since it
+alone costs more than a third of a worker's cold-start budget (tests/bench/cold_start.py).
 """
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 
-logger = Logger(service="herald")
-tracer = Tracer(service="herald")
-metrics = Metrics(namespace="Herald", service="herald")
+logger = Logger()
+metrics = Metrics(namespace="Herald")

@@ -1,31 +1,80 @@
-"""Typed settings, read once from the environment that template.yaml (or the local cloud) fills."""
+"""Typed settings, read once from the environment that template.yaml (or the local cloud) fills.
 
+A frozen dataclass rather than pydantic-settings: the stream and queue workers never import pydantic,
+which keeps their cold start within budget (see tests/bench/cold_start.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from herald.errors import ConfigurationError
+
+PREFIX = "HERALD_"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HERALD_", frozen=True)
+@dataclasses.dataclass(frozen=True)
+class Secret:
+    """A value that never shows in a repr or a log line."""
+
+    value: str
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    def get_secret_value(self) -> str:
+        return self.value
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    service_keys_table: str
+    connections_table: str
 
     stage: str = "local"
     default_app_code: str = "lalu"
 
     # App-route authentication (CONTRACTS §0). HS256 is for local use; in AWS the JWKS URL is set.
-    jwt_hs256_secret: SecretStr | None = None
+    jwt_hs256_secret: Secret | None = None
     jwt_jwks_url: str | None = None
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
-    jwt_leeway_seconds: int = Field(default=30, ge=0, le=300)
+    jwt_leeway_seconds: int = 30
 
-    # Tables and endpoints (names come from the stack, never hard-coded).
-    service_keys_table: str
-    connections_table: str
     ws_management_endpoint: str | None = None
-    ws_connection_ttl_seconds: int = Field(default=3 * 3600, ge=60)
+    ws_connection_ttl_seconds: int = 3 * 3600
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            raw = environ.get(PREFIX + field.name.upper())
+            if raw is None or raw == "":
+                if field.default is dataclasses.MISSING:
+                    raise ConfigurationError(f"{PREFIX}{field.name.upper()} is not set")
+                continue
+            values[field.name] = _convert(field.name, str(field.type), raw)
+        return cls(**values)
+
+
+def _convert(name: str, type_name: str, raw: str) -> Any:
+    if type_name.startswith("int"):
+        try:
+            return int(raw)
+        except ValueError as exc:
+            raise ConfigurationError(f"{PREFIX}{name.upper()} must be an integer, not {raw!r}") from exc
+    if type_name.startswith("bool"):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if type_name.startswith("Secret"):
+        return Secret(raw)
+    return raw
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()  # type: ignore[call-arg]  # required fields come from the environment
+    return Settings.from_env()

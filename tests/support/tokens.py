@@ -12,7 +12,13 @@ import jwt
 from herald_dev.cloud import LOCAL_JWT_SECRET
 
 
-def make_token(user_id: str = "10002", app_code: str = "lalu", ttl: int = 600, secret: str = LOCAL_JWT_SECRET, **claims: Any) -> str:
+def make_token(
+    user_id: str = "10002",
+    app_code: str = "lalu",
+    ttl: int = 600,
+    secret: str = LOCAL_JWT_SECRET,
+    **claims: Any,
+) -> str:
     now = int(time.time())
     body: dict[str, Any] = {"sub": user_id, "app_code": app_code, "iat": now, "exp": now + ttl, **claims}
     return jwt.encode(body, secret, algorithm="HS256")
@@ -25,4 +31,5 @@ def unsigned_token(user_id: str = "10002", app_code: str = "lalu") -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
     now = int(time.time())
-    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part({'sub': user_id, 'app_code': app_code, 'exp': now + 600})}."
+    claims = {"sub": user_id, "app_code": app_code, "exp": now + 600}
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."

@@ -41,5 +41,7 @@ SEQ = ["100", "200", "300"]
         ({"batchItemFailures": [{"itemIdentifier": "999"}]}, "100"),
     ],
 )
-def test_stream_partial_batch_response_checkpoints_at_the_earliest_failure(response: Any, checkpoint: str | None) -> None:
+def test_stream_partial_batch_response_checkpoints_at_the_earliest_failure(
+    response: Any, checkpoint: str | None
+) -> None:
     assert failed_sequence(response, SEQ) == checkpoint

@@ -27,7 +27,7 @@ def test_created_key_authenticates_for_its_capability(keys: ServiceKeys) -> None
 
 def test_only_the_secret_hash_is_stored(keys: ServiceKeys, store: InMemoryServiceKeyStore) -> None:
     key, record = keys.create_key("scheduler", ["/events/external"])
-    secret = key.rsplit("_", 1)[1]
+    secret = key.split("_", 2)[2]
     stored = store.keys[record.key_id]
     assert secret not in repr(stored)
     assert stored.secret_hash == hash_secret(secret)
@@ -37,7 +37,10 @@ def test_several_keys_per_service_all_work(keys: ServiceKeys) -> None:
     first, _ = keys.create_key("engine", ["/internal/v1/sessions"])
     second, _ = keys.create_key("engine", ["/internal/v1/sessions"])
     assert first != second
-    assert keys.authenticate(first, "/internal/v1/sessions/s1").key_id != keys.authenticate(second, "/internal/v1/sessions/s1").key_id
+    assert (
+        keys.authenticate(first, "/internal/v1/sessions/s1").key_id
+        != keys.authenticate(second, "/internal/v1/sessions/s1").key_id
+    )
 
 
 def test_key_outside_its_capabilities_is_forbidden(keys: ServiceKeys) -> None:
@@ -58,7 +61,7 @@ def test_unknown_or_malformed_keys_are_unauthorized(keys: ServiceKeys, presented
 
 def test_known_key_id_with_wrong_secret_is_unauthorized(keys: ServiceKeys) -> None:
     key, _ = keys.create_key("scheduler", ["/events/external"])
-    forged = key[: -4] + ("AAAA" if not key.endswith("AAAA") else "BBBB")
+    forged = key[:-4] + ("AAAA" if not key.endswith("AAAA") else "BBBB")
     with pytest.raises(Unauthorized):
         keys.authenticate(forged, "/events/external")
 
@@ -78,7 +81,9 @@ def test_new_key_widens_the_services_capabilities(keys: ServiceKeys, store: InMe
     assert store.services["ops"].capabilities == frozenset({"/events/external", "/internal/v1/inbox"})
 
 
-@pytest.mark.parametrize(("service", "cap"), [("Bad Name", "/x"), ("ok", "events"), ("ok", "/"), ("ok", "/a b")])
+@pytest.mark.parametrize(
+    ("service", "cap"), [("Bad Name", "/x"), ("ok", "events"), ("ok", "/"), ("ok", "/a b")]
+)
 def test_invalid_service_or_capability_is_refused_and_nothing_stored(
     keys: ServiceKeys, store: InMemoryServiceKeyStore, service: str, cap: str
 ) -> None:

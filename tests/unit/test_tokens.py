@@ -30,7 +30,7 @@ def _jwks_verifier(fake: FakeJwks, monkeypatch: pytest.MonkeyPatch) -> JwtVerifi
     monkeypatch.setenv("HERALD_JWT_JWKS_URL", fake.url)
     monkeypatch.setenv("HERALD_JWT_ISSUER", fake.issuer)
     monkeypatch.setenv("HERALD_JWT_AUDIENCE", fake.audience)
-    return JwtVerifier(Settings())  # type: ignore[call-arg]
+    return JwtVerifier(Settings.from_env())
 
 
 def test_valid_token_yields_its_subject_and_tenant(verifier: JwtVerifier) -> None:
@@ -69,7 +69,9 @@ def test_token_without_expiry_is_refused(verifier: JwtVerifier) -> None:
         verifier.verify(token)
 
 
-def test_jwks_signed_token_is_accepted_and_the_key_set_fetched_once(jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_jwks_signed_token_is_accepted_and_the_key_set_fetched_once(
+    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
+) -> None:
     verifier = _jwks_verifier(jwks, monkeypatch)
     for _ in range(3):
         assert verifier.verify(jwks.sign({"sub": "10002", "app_code": "lalu"})).user_id == "10002"
@@ -91,12 +93,16 @@ def test_jwks_token_for_another_issuer_or_audience_is_refused(
         verifier.verify(jwks.sign({"sub": "10002", **claims}))
 
 
-def test_hs256_token_is_refused_when_only_jwks_is_configured(jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hs256_token_is_refused_when_only_jwks_is_configured(
+    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
+) -> None:
     verifier = _jwks_verifier(jwks, monkeypatch)
     with pytest.raises(Unauthorized):
         verifier.verify(make_token())
 
 
 def test_authorizer_claims_with_flattened_roles_are_read() -> None:
-    principal = principal_from_claims({"sub": "10002", "app_code": "lalu", "roles": "[admin developer]"}, "lalu")
+    principal = principal_from_claims(
+        {"sub": "10002", "app_code": "lalu", "roles": "[admin developer]"}, "lalu"
+    )
     assert principal.roles == frozenset({"admin", "developer"})

@@ -44,7 +44,9 @@ def create_app() -> FastAPI:
     )
 
     @app.middleware("http")
-    async def assign_request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    async def assign_request_id(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         request.state.request_id = _request_id(request)
         response = await call_next(request)
         response.headers["x-request-id"] = request.state.request_id

@@ -57,7 +57,9 @@ def validate_service_id(service_id: str) -> str:
 
 def validate_capability(capability: str) -> str:
     if not _CAPABILITY.match(capability) or capability.rstrip("/") == "":
-        raise InvalidArgument(f"capability must be a route prefix such as /events/external, not {capability!r}")
+        raise InvalidArgument(
+            f"capability must be a route prefix such as /events/external, not {capability!r}"
+        )
     return capability.rstrip("/")
 
 
@@ -81,10 +83,12 @@ class ServiceKeys:
             raise Unauthorized("service key invalid")
         if not capability_allows(service.capabilities, path):
             raise PermissionDenied("service key lacks the capability for this route")
-        return ServiceCaller(service_id=service.service_id, key_id=record.key_id, capabilities=service.capabilities)
+        return ServiceCaller(
+            service_id=service.service_id, key_id=record.key_id, capabilities=service.capabilities
+        )
 
     def create_key(self, service_id: str, capabilities: list[str]) -> tuple[str, ServiceKeyRecord]:
-        """Add a key for the service (creating the service, widening its capabilities); returns the key once."""
+        """Add a key for the service (creating it or widening its capabilities); returns the key once."""
         validate_service_id(service_id)
         wanted = frozenset(validate_capability(cap) for cap in capabilities)
         now = self._clock()
@@ -95,6 +99,8 @@ class ServiceKeys:
             self._store.put_service(ServiceRecord(service_id, held | wanted, created))
         key_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
-        record = ServiceKeyRecord(key_id=key_id, service_id=service_id, secret_hash=hash_secret(secret), created_at_ms=now)
+        record = ServiceKeyRecord(
+            key_id=key_id, service_id=service_id, secret_hash=hash_secret(secret), created_at_ms=now
+        )
         self._store.put_key(record)
         return f"{KEY_PREFIX}_{key_id}_{secret}", record

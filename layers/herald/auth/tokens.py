@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jwt
+from jwt.types import Options
 
 from herald.auth.models import Principal
 from herald.errors import ConfigurationError, Unauthorized
@@ -55,7 +56,7 @@ class JwtVerifier:
 
     def _decode(self, token: str) -> dict[str, Any]:
         settings = self._settings
-        options: dict[str, Any] = {"require": ["exp", "sub"], "verify_aud": settings.jwt_audience is not None}
+        options: Options = {"require": ["exp", "sub"], "verify_aud": settings.jwt_audience is not None}
         try:
             key, algorithms = self._key_for(token)
             return jwt.decode(

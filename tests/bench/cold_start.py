@@ -1,0 +1,118 @@
+"""Cold start of every function in template.yaml, against `import boto3; boto3.client("dynamodb")`.
+
+Each sample is a fresh interpreter (as a new Lambda container): it imports the function's module (what
+Lambda's init phase runs) and creates the DynamoDB client the function uses on its first request, then
+reports the time taken and its peak RSS. Prints medians and the ratio to the baseline measured in the same
+run. Targets: <= 1.5x for stream and queue workers, <= 2.5x for the HTTP function.
+
+    python tests/bench/cold_start.py [--samples 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
+
+from herald_dev.template import LocalStack  # noqa: E402
+
+BASELINE = """
+import time, resource
+t0 = time.perf_counter()
+import boto3
+boto3.client("dynamodb")
+elapsed = time.perf_counter() - t0
+print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+FUNCTION = """
+import time, resource, importlib.util, sys
+t0 = time.perf_counter()
+spec = importlib.util.spec_from_file_location("function_under_test", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+from herald import aws
+aws.dynamodb()
+elapsed = time.perf_counter() - t0
+print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _environment() -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("HERALD_", "AWS_", "POWERTOOLS_"))
+    }
+    stack = LocalStack.from_file(REPO / "template.yaml", stack_name="bench")
+    for logical_id in stack.of_type("AWS::Serverless::Function"):
+        variables = stack.function_properties(logical_id).get("Environment", {}).get("Variables", {})
+        env.update({key: str(value) for key, value in stack.resolve(variables).items()})
+    env.update(
+        {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"}
+    )
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _sample(code: str, args: list[str], env: dict[str, str]) -> tuple[float, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True
+    )
+    elapsed, rss_kb = out.stdout.split()
+    return float(elapsed), int(rss_kb)
+
+
+def _measure(code: str, args: list[str], env: dict[str, str], samples: int) -> tuple[float, int]:
+    runs = [_sample(code, args, env) for _ in range(samples)]
+    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def _kind(properties: dict[str, object]) -> str:
+    events = properties.get("Events") or {}
+    types = {event.get("Type") for event in events.values()} if isinstance(events, dict) else set()
+    if "HttpApi" in types:
+        return "http"
+    if types & {"SQS", "DynamoDB", "Schedule"}:
+        return "worker"
+    return "websocket"
+
+
+TARGET = {"http": 2.5, "worker": 1.5, "websocket": 1.5}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samples", type=int, default=7)
+    args = parser.parse_args()
+    env = _environment()
+    baseline, baseline_rss = _measure(BASELINE, [], env, args.samples)
+    stack = LocalStack.from_file(REPO / "template.yaml", stack_name="bench")
+    rows = []
+    for logical_id in stack.of_type("AWS::Serverless::Function"):
+        props = stack.function_properties(logical_id)
+        path = REPO / str(props["CodeUri"]) / "app.py"
+        elapsed, rss = _measure(FUNCTION, [str(path)], env, args.samples)
+        kind = _kind(props)
+        rows.append((logical_id, kind, elapsed, elapsed / baseline, TARGET[kind], rss))
+    print(f"baseline: import boto3 + boto3.client('dynamodb') = {baseline * 1000:.0f} ms", end="")
+    print(f", peak RSS {baseline_rss / 1024:.0f} MiB")
+    print(f"{'function':<24} {'kind':<10} {'init ms':>8} {'ratio':>6} {'target':>7} {'RSS MiB':>8}")
+    for logical_id, kind, elapsed, ratio, target, rss in rows:
+        verdict = "ok" if ratio <= target else "OVER"
+        figures = f"{elapsed * 1000:>8.0f} {ratio:>6.2f} {target:>6.1f}x {rss / 1024:>8.0f}"
+        print(f"{logical_id:<24} {kind:<10} {figures}  {verdict}")
+    print(
+        json.dumps({"baseline_ms": round(baseline * 1000), "functions": {r[0]: round(r[3], 2) for r in rows}})
+    )
+
+
+if __name__ == "__main__":
+    main()
