@@ -19,6 +19,11 @@ TEST_ENV = {
     "HERALD_SERVICE_KEYS_TABLE": "test-ServiceKeysTable",
     "HERALD_CONNECTIONS_TABLE": "test-ConnectionsTable",
     "HERALD_WS_MANAGEMENT_ENDPOINT": "http://127.0.0.1:9/",
+    "HERALD_INVITATIONS_TABLE": "test-InvitationsTable",
+    "HERALD_CONFIRMS_TABLE": "test-ConfirmsTable",
+    "HERALD_DELIVERIES_TABLE": "test-DeliveriesTable",
+    "HERALD_IM_PUSH_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-ImPushQueue.fifo",
+    "HERALD_IM_PUSH_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-ImPushDeadLetters.fifo",
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_NAMESPACE": "HeraldTest",
 }

@@ -57,6 +57,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         parameter_overrides=_parse_pairs(args.parameter),
         environment=_parse_pairs(args.env),
         state_file=Path(args.state_file) if args.state_file else None,
+        tencent_im_port=args.tencent_im_port,
     )
     LocalCloud(config).run()
     return 0
@@ -140,8 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument(
         "--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter override"
     )
+    local.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra function environment")
     local.add_argument(
-        "--env", action="append", default=[], metavar="NAME=VALUE", help="extra function environment"
+        "--tencent-im-port", type=int, default=_int_env("HERALD_TENCENT_IM_PORT", 8090), help="fake Tencent IM (0: any)"
     )
     local.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
     local.set_defaults(run=cmd_local)

@@ -25,6 +25,7 @@ import boto3
 import uvicorn
 
 from herald_dev import moto_patches
+from herald_dev.fakes import Fakes, start_fakes
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
@@ -69,6 +70,7 @@ class LocalCloudConfig:
     environment: dict[str, str] = field(default_factory=dict)
     state_file: Path | None = None
     sqs_wait_seconds: int = 1
+    tencent_im_port: int = 8090
 
 
 class LocalCloud:
@@ -85,6 +87,7 @@ class LocalCloud:
         self.stop_event = threading.Event()
         self._servers: list[_Server] = []
         self._moto: Any = None
+        self.fakes: Fakes | None = None
 
     # ------------------------------------------------------------------ endpoints
     @property
@@ -104,9 +107,7 @@ class LocalCloud:
             from moto.server import ThreadedMotoServer
 
             moto_patches.install()
-            self._moto = ThreadedMotoServer(
-                ip_address=self.config.host, port=self.config.moto_port, verbose=False
-            )
+            self._moto = ThreadedMotoServer(ip_address=self.config.host, port=self.config.moto_port, verbose=False)
             self._moto.start()
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
             log.info("embedded moto server on %s", self.aws_endpoint)
@@ -150,7 +151,11 @@ class LocalCloud:
             }
         )
         # Locally tokens are HS256 from `herald token`; issuer/audience/JWKS apply when configured explicitly.
-        for key in ("HERALD_JWT_JWKS_URL", "HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"):
+        unset = ["HERALD_JWT_JWKS_URL", "HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"]
+        if self.fakes is not None:
+            merged.update(self.fakes.environment)
+            unset.extend(self.fakes.unset)
+        for key in unset:
             merged.pop(key, None)
             os.environ.pop(key, None)
         merged.update(self.config.environment)
@@ -188,23 +193,20 @@ class LocalCloud:
                     settings = StreamSettings(
                         batch_size=int(props.get("BatchSize", 100)),
                         starting_position=str(props.get("StartingPosition", "TRIM_HORIZON")),
-                        report_batch_item_failures="ReportBatchItemFailures"
-                        in props.get("FunctionResponseTypes", []),
+                        report_batch_item_failures="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
                         maximum_retry_attempts=int(props.get("MaximumRetryAttempts", -1)),
                         bisect_on_error=str(props.get("BisectBatchOnFunctionError", False)).lower() == "true",
                         on_failure_queue_url=self._queue_url_for_arn(on_failure) if on_failure else None,
                     )
                     self.sources.append(
-                        StreamEventSource(
-                            function, self.client("dynamodbstreams"), sqs, props["Stream"], settings
-                        )
+                        StreamEventSource(function, self.client("dynamodbstreams"), sqs, props["Stream"], settings)
                     )
                 elif kind == "Schedule":
                     if str(props.get("Enabled", True)).lower() == "false":
                         continue
-                    interval = float(
-                        self.config.environment.get(f"HERALD_LOCAL_RATE_{logical_id}", 0)
-                    ) or rate_seconds(props["Schedule"])
+                    interval = float(self.config.environment.get(f"HERALD_LOCAL_RATE_{logical_id}", 0)) or rate_seconds(
+                        props["Schedule"]
+                    )
                     self.sources.append(ScheduleEventSource(function, f"{logical_id}-{event_name}", interval))
 
     def _http_function(self) -> LocalFunction | None:
@@ -225,9 +227,7 @@ class LocalCloud:
         selection = str(api["Properties"].get("RouteSelectionExpression", "$request.body.action"))
         by_arn = {self.stack.get_att(lid, "Arn"): f for lid, f in self.functions.items()}
         integrations = {
-            self.stack.physical_name(lid): str(
-                self.stack.resolve(res["Properties"].get("IntegrationUri", ""))
-            )
+            self.stack.physical_name(lid): str(self.stack.resolve(res["Properties"].get("IntegrationUri", "")))
             for lid, res in self.stack.of_type("AWS::ApiGatewayV2::Integration").items()
         }
         routes: dict[str, LocalFunction] = {}
@@ -237,13 +237,13 @@ class LocalCloud:
             match = re.search(r"functions/(arn:[^/]+)/invocations", uri)
             if match and match.group(1) in by_arn:
                 routes[str(res["Properties"]["RouteKey"])] = by_arn[match.group(1)]
-        return WebSocketGateway(
-            routes, api_id=api_id, stage="local", selection_key=selection.rsplit(".", 1)[-1]
-        )
+        return WebSocketGateway(routes, api_id=api_id, stage="local", selection_key=selection.rsplit(".", 1)[-1])
 
     # ------------------------------------------------------------------ run
     def prepare(self) -> None:
         self._start_aws()
+        self.fakes = start_fakes(self.config.tencent_im_port)
+        log.info("fake Tencent IM on %s (messages: %s/)", self.fakes.tencent_im.url, self.fakes.tencent_im.url)
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
         self._load_functions()
         self._wire_sources()
@@ -259,6 +259,7 @@ class LocalCloud:
             "http_url": self.http_url,
             "ws_url": self.ws_url,
             "resources": self.stack.attributes,
+            "fakes": self.fakes.urls if self.fakes else {},
             "pid": os.getpid(),
         }
         self.config.state_file.parent.mkdir(parents=True, exist_ok=True)
@@ -269,9 +270,7 @@ class LocalCloud:
         http_function = self._http_function()
         if http_function is not None:
             app = http_function.load_module().app
-            servers.append(
-                uvicorn.Config(app, host=self.config.host, port=self.config.http_port, log_level="warning")
-            )
+            servers.append(uvicorn.Config(app, host=self.config.host, port=self.config.http_port, log_level="warning"))
         gateway = self._websocket_gateway()
         if gateway is not None:
             servers.append(
@@ -305,6 +304,8 @@ class LocalCloud:
         self.stop_event.set()
         for source in self.sources:
             source.join(timeout=5)
+        if self.fakes is not None:
+            self.fakes.stop()
         if self._moto is not None:
             self._moto.stop()
         if self.config.state_file is not None and self.config.state_file.exists():

@@ -72,9 +72,7 @@ def install() -> None:
     ) -> list[Any]:
         queue = self.get_queue(queue_name)
         if not queue.fifo_queue:
-            return original(
-                self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names
-            )
+            return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
         deadline = unix_time() + wait_seconds_timeout
         while True:
             with _receive_lock:

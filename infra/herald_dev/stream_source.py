@@ -111,9 +111,7 @@ class StreamEventSource:
         first = True
         while not stop.is_set():
             try:
-                shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"][
-                    "Shards"
-                ]
+                shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
                 known = {shard["ShardId"] for shard in shards}
                 for shard in shards:
                     shard_id = shard["ShardId"]
@@ -148,8 +146,7 @@ class StreamEventSource:
             if iterator is not None and len(buffer) < self.settings.batch_size:
                 response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
                 buffer.extend(
-                    stream_record(r, self.stream_arn, self.function.region)
-                    for r in response.get("Records", [])
+                    stream_record(r, self.stream_arn, self.function.region) for r in response.get("Records", [])
                 )
                 iterator = response.get("NextShardIterator")
             if not buffer:
@@ -161,9 +158,7 @@ class StreamEventSource:
         with self._lock:
             self._finished_shards.add(shard_id)
 
-    def _deliver(
-        self, shard_id: str, buffer: list[dict[str, Any]], stop: threading.Event
-    ) -> list[dict[str, Any]]:
+    def _deliver(self, shard_id: str, buffer: list[dict[str, Any]], stop: threading.Event) -> list[dict[str, Any]]:
         """Deliver the head of the buffer until it succeeds or is given up; returns what remains."""
         limit = self.settings.batch_size
         attempts = 0
@@ -173,9 +168,7 @@ class StreamEventSource:
             try:
                 response = self.function.invoke({"Records": batch})
                 failed_at = (
-                    failed_sequence(response, sequence_numbers)
-                    if self.settings.report_batch_item_failures
-                    else None
+                    failed_sequence(response, sequence_numbers) if self.settings.report_batch_item_failures else None
                 )
             except FunctionError as exc:
                 attempts += 1

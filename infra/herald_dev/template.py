@@ -83,10 +83,7 @@ class LocalStack:
         if explicit:
             return str(self.resolve(explicit))
         name = f"{self.stack_name}-{logical_id}"
-        if (
-            resource["Type"] == "AWS::SQS::Queue"
-            and str(self.resolve(props.get("FifoQueue", False))).lower() == "true"
-        ):
+        if resource["Type"] == "AWS::SQS::Queue" and str(self.resolve(props.get("FifoQueue", False))).lower() == "true":
             name += ".fifo"
         return name
 
@@ -151,9 +148,7 @@ class LocalStack:
             return f"arn:aws:dynamodb:{self.region}:{ACCOUNT_ID}:table/{name}"
         if attribute in ("Arn", "QueueName") and resource_type == "AWS::SQS::Queue":
             return f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{name}" if attribute == "Arn" else name
-        raise TemplateError(
-            f"GetAtt {logical_id}.{attribute} is not known locally (was the resource created?)"
-        )
+        raise TemplateError(f"GetAtt {logical_id}.{attribute} is not known locally (was the resource created?)")
 
     def condition(self, name: str) -> bool:
         spec = self.template.get("Conditions", {}).get(name)

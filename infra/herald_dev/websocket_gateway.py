@@ -166,19 +166,13 @@ class WebSocketGateway:
         connection_id = request.path_params["connection_id"]
         conn = self.connections.get(connection_id)
         if conn is None:
-            return JSONResponse(
-                {"message": None}, status_code=410, headers={"x-amzn-ErrorType": "GoneException"}
-            )
+            return JSONResponse({"message": None}, status_code=410, headers={"x-amzn-ErrorType": "GoneException"})
         if request.method == "GET":
             return JSONResponse(
                 {
-                    "ConnectedAt": time.strftime(
-                        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(conn.connected_at_ms / 1000)
-                    ),
+                    "ConnectedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(conn.connected_at_ms / 1000)),
                     "Identity": {"SourceIp": conn.source_ip, "UserAgent": conn.user_agent},
-                    "LastActiveAt": time.strftime(
-                        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(conn.last_active_ms / 1000)
-                    ),
+                    "LastActiveAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(conn.last_active_ms / 1000)),
                 }
             )
         if request.method == "DELETE":
@@ -191,9 +185,7 @@ class WebSocketGateway:
             await conn.websocket.send_bytes(data)
         except Exception:  # the socket closed under us: to the caller it is gone
             self.connections.pop(connection_id, None)
-            return JSONResponse(
-                {"message": None}, status_code=410, headers={"x-amzn-ErrorType": "GoneException"}
-            )
+            return JSONResponse({"message": None}, status_code=410, headers={"x-amzn-ErrorType": "GoneException"})
         return Response(status_code=200)
 
     async def close_all(self) -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from mypy_boto3_apigatewaymanagementapi import ApiGatewayManagementApiClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_ssm import SSMClient
 
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 3},
@@ -42,6 +43,10 @@ def dynamodb() -> DynamoDBClient:
 
 def sqs() -> SQSClient:
     return _client("sqs")  # type: ignore[no-any-return]
+
+
+def ssm() -> SSMClient:
+    return _client("ssm")  # type: ignore[no-any-return]
 
 
 def apigw_management(endpoint_url: str) -> ApiGatewayManagementApiClient:

@@ -76,7 +76,4 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 def is_conditional_check_failed(exc: Exception) -> bool:
     """True for a failed ConditionExpression (a lost race, never a fault)."""
     response = getattr(exc, "response", None)
-    return (
-        isinstance(response, dict)
-        and response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-    )
+    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"

@@ -34,6 +34,11 @@ class Secret:
 class Settings:
     service_keys_table: str
     connections_table: str
+    invitations_table: str
+    confirms_table: str
+    deliveries_table: str
+    im_push_queue_url: str
+    im_push_dlq_url: str
 
     stage: str = "local"
     default_app_code: str = "lalu"
@@ -47,6 +52,17 @@ class Settings:
 
     ws_management_endpoint: str | None = None
     ws_connection_ttl_seconds: int = 3 * 3600
+
+    # Action confirms (CONTRACTS §1).
+    confirm_ttl_seconds: int = 7 * 86400
+    confirm_lease_ms: int = 10_000
+
+    # Tencent IM. The secret key comes from SSM (the parameter's name) in AWS, or directly locally.
+    tencent_im_base_url: str = "https://console.tim.qq.com"
+    tencent_im_sdk_app_id: int = 0
+    tencent_im_admin_identifier: str = "administrator"
+    tencent_im_secret_key: Secret | None = None
+    tencent_im_secret_key_parameter: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

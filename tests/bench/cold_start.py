@@ -46,26 +46,18 @@ print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def _environment() -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("HERALD_", "AWS_", "POWERTOOLS_"))
-    }
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("HERALD_", "AWS_", "POWERTOOLS_"))}
     stack = LocalStack.from_file(REPO / "template.yaml", stack_name="bench")
     for logical_id in stack.of_type("AWS::Serverless::Function"):
         variables = stack.function_properties(logical_id).get("Environment", {}).get("Variables", {})
         env.update({key: str(value) for key, value in stack.resolve(variables).items()})
-    env.update(
-        {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"}
-    )
+    env.update({"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
     env.pop("PYTHONPATH", None)
     return env
 
 
 def _sample(code: str, args: list[str], env: dict[str, str]) -> tuple[float, int]:
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True)
     elapsed, rss_kb = out.stdout.split()
     return float(elapsed), int(rss_kb)
 
@@ -109,9 +101,7 @@ def main() -> None:
         verdict = "ok" if ratio <= target else "OVER"
         figures = f"{elapsed * 1000:>8.0f} {ratio:>6.2f} {target:>6.1f}x {rss / 1024:>8.0f}"
         print(f"{logical_id:<24} {kind:<10} {figures}  {verdict}")
-    print(
-        json.dumps({"baseline_ms": round(baseline * 1000), "functions": {r[0]: round(r[3], 2) for r in rows}})
-    )
+    print(json.dumps({"baseline_ms": round(baseline * 1000), "functions": {r[0]: round(r[3], 2) for r in rows}}))
 
 
 if __name__ == "__main__":

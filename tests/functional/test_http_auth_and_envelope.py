@@ -52,9 +52,7 @@ def test_client_headers_never_set_the_user(client: TestClient) -> None:
     }
 
 
-def test_service_key_opens_the_routes_of_its_capability(
-    client: TestClient, service_keys: ServiceKeys
-) -> None:
+def test_service_key_opens_the_routes_of_its_capability(client: TestClient, service_keys: ServiceKeys) -> None:
     key, _ = service_keys.create_key("engine", ["/internal/v1"])
     response = client.get("/internal/v1/whoami", headers=_bearer(key))
     assert response.status_code == 200
@@ -69,9 +67,7 @@ def test_service_key_outside_its_capabilities_is_403(client: TestClient, service
 
 
 @pytest.mark.parametrize("credential", ["hk_0123456789abcdef_" + "A" * 43, "nonsense", make_token()])
-def test_unknown_service_key_or_app_token_on_service_route_is_401(
-    client: TestClient, credential: str
-) -> None:
+def test_unknown_service_key_or_app_token_on_service_route_is_401(client: TestClient, credential: str) -> None:
     response = client.get("/internal/v1/whoami", headers=_bearer(credential))
     assert response.status_code == 401
     assert response.json()["code"] == "UNAUTHORIZED"

@@ -23,9 +23,7 @@ def dynamodb_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str 
 
 
 @pytest.fixture(scope="session")
-def cloud(
-    tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None
-) -> Iterator[LocalCloudProcess]:
+def cloud(tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None) -> Iterator[LocalCloudProcess]:
     """The real template.yaml, served as `make dev` serves it."""
     process = LocalCloudProcess(tmp_path_factory.mktemp("cloud"), dynamodb_endpoint=dynamodb_endpoint).start()
     yield process

@@ -68,9 +68,7 @@ def test_table_write_reaches_the_stream_handler_in_the_lambda_event_shape(
 
     def delivered() -> list[dict[str, Any]]:
         records = [
-            e["record"]
-            for e in _entries(sink, "stream")
-            if e["record"]["dynamodb"]["Keys"]["pk"]["S"] == "shape-1"
+            e["record"] for e in _entries(sink, "stream") if e["record"]["dynamodb"]["Keys"]["pk"]["S"] == "shape-1"
         ]
         assert len(records) >= 2
         return records
@@ -82,13 +80,9 @@ def test_table_write_reaches_the_stream_handler_in_the_lambda_event_shape(
     image = insert["dynamodb"]
     assert image["Keys"] == {"pk": {"S": "shape-1"}}
     assert image["NewImage"]["n"] == {"N": "7"} and image["NewImage"]["b"] == {"B": "AAE="}
-    assert (
-        image["StreamViewType"] == "NEW_AND_OLD_IMAGES" and image["SequenceNumber"] and image["SizeBytes"] > 0
-    )
+    assert image["StreamViewType"] == "NEW_AND_OLD_IMAGES" and image["SequenceNumber"] and image["SizeBytes"] > 0
     assert isinstance(image["ApproximateCreationDateTime"], int | float)
-    assert modify["dynamodb"]["OldImage"]["n"] == {"N": "7"} and modify["dynamodb"]["NewImage"]["n"] == {
-        "N": "8"
-    }
+    assert modify["dynamodb"]["OldImage"]["n"] == {"N": "7"} and modify["dynamodb"]["NewImage"]["n"] == {"N": "8"}
     assert int(insert["dynamodb"]["SequenceNumber"]) < int(modify["dynamodb"]["SequenceNumber"])
 
 
@@ -112,17 +106,11 @@ def test_failing_stream_record_is_retried_then_sent_to_the_on_failure_destinatio
     failure = _eventually(given_up)
     assert failure["requestContext"]["condition"] == "RetryAttemptsExhausted"
     assert failure["DDBStreamBatchInfo"]["streamArn"] == poller_cloud.resource("ItemsTable", "StreamArn")
-    attempts = [
-        e for e in _entries(sink, "stream") if e["record"]["dynamodb"]["Keys"]["pk"]["S"] == "poison-1"
-    ]
+    attempts = [e for e in _entries(sink, "stream") if e["record"]["dynamodb"]["Keys"]["pk"]["S"] == "poison-1"]
     assert len(attempts) == 3  # the first try and MaximumRetryAttempts=2 retries
 
     def later_record_delivered() -> None:
-        keys = [
-            e["record"]["dynamodb"]["Keys"]["pk"]["S"]
-            for e in _entries(sink, "stream")
-            if e["outcome"] == "ok"
-        ]
+        keys = [e["record"]["dynamodb"]["Keys"]["pk"]["S"] for e in _entries(sink, "stream") if e["outcome"] == "ok"]
         assert "after-poison" in keys
 
     _eventually(later_record_delivered)
@@ -145,8 +133,7 @@ def test_fifo_failure_retries_only_that_record_keeps_group_order_and_dead_letter
     sqs.send_message_batch(
         QueueUrl=queue_url,
         Entries=[
-            {"Id": str(i), "MessageBody": json.dumps(job), "MessageGroupId": g}
-            for i, (g, job) in enumerate(jobs)
+            {"Id": str(i), "MessageBody": json.dumps(job), "MessageGroupId": g} for i, (g, job) in enumerate(jobs)
         ],
     )
 
@@ -160,9 +147,7 @@ def test_fifo_failure_retries_only_that_record_keeps_group_order_and_dead_letter
     ok = [e["id"] for e in entries if e["outcome"] == "ok"]
     by_group = {g: [i for i in ok if i[0] == g.lower()] for g in "ABC"}
     assert by_group == {"A": ["a1", "a2", "a3"], "B": ["b1", "b2", "b3"], "C": []}
-    assert ok.count("a1") == 1 and all(ok.count(f"b{i}") == 1 for i in (1, 2, 3)), (
-        "only the failed record is retried"
-    )
+    assert ok.count("a1") == 1 and all(ok.count(f"b{i}") == 1 for i in (1, 2, 3)), "only the failed record is retried"
     # a3 never ran before a2 succeeded: later records of the group do not overtake the failed one.
     first_a3 = next(i for i, e in enumerate(entries) if e["id"] == "a3")
     a2_ok = next(i for i, e in enumerate(entries) if e["id"] == "a2" and e["outcome"] == "ok")
@@ -175,9 +160,7 @@ def test_fifo_failure_retries_only_that_record_keeps_group_order_and_dead_letter
     dlq = poller_cloud.resource("JobsDeadLetters")
 
     def dead_lettered() -> None:
-        dead = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
-            "Messages", []
-        )
+        dead = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
         assert [json.loads(m["Body"])["id"] for m in dead] == ["c1"]
 
     _eventually(dead_lettered)

@@ -16,9 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def create_stack(stack_name: str = "test") -> LocalStack:
     """Create every table and queue of template.yaml on the current endpoint (moto's mock_aws in tests)."""
-    stack = LocalStack.from_file(
-        REPO / "template.yaml", stack_name=stack_name, parameter_overrides={"Stage": "test"}
-    )
+    stack = LocalStack.from_file(REPO / "template.yaml", stack_name=stack_name, parameter_overrides={"Stage": "test"})
     provision(stack, boto3.client("dynamodb"), boto3.client("sqs"))
     return stack
 

@@ -129,6 +129,7 @@ class LocalCloudProcess:
             "--ws-port", str(self.ws_port),
             "--moto-port", str(self.moto_port),
             "--state-file", str(self.state_file),
+            "--tencent-im-port", "0",
         ]  # fmt: skip
         if self.dynamodb_endpoint:
             command += ["--dynamodb-endpoint", self.dynamodb_endpoint]
@@ -163,6 +164,9 @@ class LocalCloudProcess:
 
     def resource(self, logical_id: str, attribute: str = "Ref") -> str:
         return str(self.state["resources"][logical_id][attribute])
+
+    def fake_url(self, name: str) -> str:
+        return str(self.state["fakes"][name])
 
     def client(self, service: str) -> Any:
         endpoint = (

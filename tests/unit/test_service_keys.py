@@ -81,9 +81,7 @@ def test_new_key_widens_the_services_capabilities(keys: ServiceKeys, store: InMe
     assert store.services["ops"].capabilities == frozenset({"/events/external", "/internal/v1/inbox"})
 
 
-@pytest.mark.parametrize(
-    ("service", "cap"), [("Bad Name", "/x"), ("ok", "events"), ("ok", "/"), ("ok", "/a b")]
-)
+@pytest.mark.parametrize(("service", "cap"), [("Bad Name", "/x"), ("ok", "events"), ("ok", "/"), ("ok", "/a b")])
 def test_invalid_service_or_capability_is_refused_and_nothing_stored(
     keys: ServiceKeys, store: InMemoryServiceKeyStore, service: str, cap: str
 ) -> None:

@@ -93,16 +93,12 @@ def test_jwks_token_for_another_issuer_or_audience_is_refused(
         verifier.verify(jwks.sign({"sub": "10002", **claims}))
 
 
-def test_hs256_token_is_refused_when_only_jwks_is_configured(
-    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_hs256_token_is_refused_when_only_jwks_is_configured(jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch) -> None:
     verifier = _jwks_verifier(jwks, monkeypatch)
     with pytest.raises(Unauthorized):
         verifier.verify(make_token())
 
 
 def test_authorizer_claims_with_flattened_roles_are_read() -> None:
-    principal = principal_from_claims(
-        {"sub": "10002", "app_code": "lalu", "roles": "[admin developer]"}, "lalu"
-    )
+    principal = principal_from_claims({"sub": "10002", "app_code": "lalu", "roles": "[admin developer]"}, "lalu")
     assert principal.roles == frozenset({"admin", "developer"})

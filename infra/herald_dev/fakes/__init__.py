@@ -1,1 +1,36 @@
-"""Loopback fakes of the providers Herald talks to (JWKS now; Tencent IM and Feishu as they arrive)."""
+"""Loopback fakes of the providers Herald talks to, and how the local cloud points functions at them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from herald_dev.fakes.tencent_im import FakeTencentIm
+
+
+@dataclass
+class Fakes:
+    tencent_im: FakeTencentIm
+    environment: dict[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+
+    @property
+    def urls(self) -> dict[str, str]:
+        return {"tencent_im": self.tencent_im.url}
+
+    def stop(self) -> None:
+        self.tencent_im.stop()
+
+
+def start_fakes(tencent_im_port: int = 0) -> Fakes:
+    tencent = FakeTencentIm(port=tencent_im_port).start()
+    return Fakes(
+        tencent_im=tencent,
+        environment={
+            "HERALD_TENCENT_IM_BASE_URL": tencent.url,
+            "HERALD_TENCENT_IM_SDK_APP_ID": str(tencent.sdk_app_id),
+            "HERALD_TENCENT_IM_ADMIN_IDENTIFIER": tencent.admin,
+            "HERALD_TENCENT_IM_SECRET_KEY": tencent.secret_key,
+        },
+        # The functions use the key given directly instead of reading it from SSM.
+        unset=("HERALD_TENCENT_IM_SECRET_KEY_PARAMETER",),
+    )

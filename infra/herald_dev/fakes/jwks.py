@@ -14,9 +14,7 @@ from jwt.algorithms import RSAAlgorithm
 
 
 class FakeJwks:
-    def __init__(
-        self, issuer: str = "https://idp.test/", audience: str = "herald", key_id: str = "test-key"
-    ) -> None:
+    def __init__(self, issuer: str = "https://idp.test/", audience: str = "herald", key_id: str = "test-key") -> None:
         self.issuer = issuer
         self.audience = audience
         self.key_id = key_id

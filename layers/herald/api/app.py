@@ -11,7 +11,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from herald.api import health, identity
 from herald.api.envelope import error_response
+from herald.confirms import routes as confirm_routes
 from herald.errors import HeraldError
+from herald.invitations import routes as invitation_routes
 from herald.observability import logger
 
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
@@ -44,9 +46,7 @@ def create_app() -> FastAPI:
     )
 
     @app.middleware("http")
-    async def assign_request_id(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+    async def assign_request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         request.state.request_id = _request_id(request)
         response = await call_next(request)
         response.headers["x-request-id"] = request.state.request_id
@@ -77,4 +77,7 @@ def create_app() -> FastAPI:
 
     app.include_router(health.router)
     app.include_router(identity.router)
+    app.include_router(invitation_routes.router)
+    app.include_router(confirm_routes.router)
+    app.include_router(confirm_routes.internal_router)
     return app

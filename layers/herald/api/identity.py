@@ -22,13 +22,9 @@ class ServiceIdentity(BaseModel):
 
 @router.get("/api/v1/me", response_model=Envelope[Me])
 def me(request: Request, principal: CurrentPrincipal) -> Envelope[Me]:
-    return ok(
-        request, Me(user_id=principal.user_id, app_code=principal.app_code, roles=sorted(principal.roles))
-    )
+    return ok(request, Me(user_id=principal.user_id, app_code=principal.app_code, roles=sorted(principal.roles)))
 
 
 @router.get("/internal/v1/whoami", response_model=Envelope[ServiceIdentity])
 def whoami(request: Request, caller: CurrentService) -> Envelope[ServiceIdentity]:
-    return ok(
-        request, ServiceIdentity(service_id=caller.service_id, capabilities=sorted(caller.capabilities))
-    )
+    return ok(request, ServiceIdentity(service_id=caller.service_id, capabilities=sorted(caller.capabilities)))

@@ -57,9 +57,7 @@ def validate_service_id(service_id: str) -> str:
 
 def validate_capability(capability: str) -> str:
     if not _CAPABILITY.match(capability) or capability.rstrip("/") == "":
-        raise InvalidArgument(
-            f"capability must be a route prefix such as /events/external, not {capability!r}"
-        )
+        raise InvalidArgument(f"capability must be a route prefix such as /events/external, not {capability!r}")
     return capability.rstrip("/")
 
 
@@ -83,9 +81,7 @@ class ServiceKeys:
             raise Unauthorized("service key invalid")
         if not capability_allows(service.capabilities, path):
             raise PermissionDenied("service key lacks the capability for this route")
-        return ServiceCaller(
-            service_id=service.service_id, key_id=record.key_id, capabilities=service.capabilities
-        )
+        return ServiceCaller(service_id=service.service_id, key_id=record.key_id, capabilities=service.capabilities)
 
     def create_key(self, service_id: str, capabilities: list[str]) -> tuple[str, ServiceKeyRecord]:
         """Add a key for the service (creating it or widening its capabilities); returns the key once."""

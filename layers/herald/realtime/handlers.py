@@ -15,9 +15,7 @@ def _response(status: int, body: str = "") -> dict[str, Any]:
     return {"statusCode": status, "body": body}
 
 
-def handle_websocket_event(
-    event: dict[str, Any], verifier: JwtVerifier, realtime: Realtime
-) -> dict[str, Any]:
+def handle_websocket_event(event: dict[str, Any], verifier: JwtVerifier, realtime: Realtime) -> dict[str, Any]:
     context = event.get("requestContext", {})
     route = context.get("routeKey")
     connection_id = str(context.get("connectionId", ""))

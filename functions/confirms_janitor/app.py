@@ -1,0 +1,13 @@
+"""Every minute: expire confirms past their time and repair claims whose lease ran out."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from herald.confirms.handlers import settle_due_confirms
+from herald.observability import logger
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    return {"settled": settle_due_confirms()}

@@ -1,0 +1,14 @@
+"""Confirms stream (the IM outbox) -> the IM push queue."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from herald.confirms.handlers import on_confirm_change
+from herald.observability import logger
+from herald.workers import process_stream
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_stream(event, context, on_confirm_change)

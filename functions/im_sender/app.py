@@ -1,0 +1,23 @@
+"""IM push queue -> Tencent IM `sendmsg`, once per push (retried with backoff; permanent failures to the DLQ)."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from herald.confirms.handlers import on_im_push
+from herald.observability import logger, metrics
+from herald.settings import get_settings
+from herald.workers import process_fifo
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = get_settings()
+    return process_fifo(
+        event,
+        context,
+        on_im_push,
+        queue_url=settings.im_push_queue_url,
+        dead_letter_queue_url=settings.im_push_dlq_url,
+    )

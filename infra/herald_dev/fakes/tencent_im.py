@@ -1,0 +1,191 @@
+"""A fake Tencent IM REST server on loopback.
+
+It checks what the real one checks for `v4/openim/sendmsg` — the query (`sdkappid`, `identifier`,
+`usersig` by the TLS v2 algorithm, `random`, `contenttype=json`) and the C2C body shape — and records
+every message it accepts, so tests can count deliveries and `make dev` can show them arriving
+(log lines, and a page at its root). Faults can be queued: an HTTP status or a Tencent ErrorCode.
+
+Control API (tests): GET /__fake/messages, DELETE /__fake/messages, POST /__fake/faults [{...}].
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from typing import Any
+
+from herald.providers.tencent_im import SENDMSG_PATH, verify_user_sig
+from herald_dev.fakes._server import LoopbackServer, Request, Response
+
+log = logging.getLogger("fake-tencent-im")
+
+
+def _fail(code: int, info: str) -> Response:
+    return 200, {"ActionStatus": "FAIL", "ErrorCode": code, "ErrorInfo": info}, "application/json"
+
+
+class FakeTencentIm:
+    def __init__(
+        self,
+        sdk_app_id: int = 1400000001,
+        admin: str = "administrator",
+        secret_key: str = "fake-tencent-im-key",  # noqa: S107 - a fake's own key
+        port: int = 0,
+    ) -> None:
+        self.sdk_app_id = sdk_app_id
+        self.admin = admin
+        self.secret_key = secret_key
+        self.messages: list[dict[str, Any]] = []
+        self.requests = 0
+        self._faults: deque[dict[str, Any]] = deque()
+        self._lock = threading.Lock()
+        self._server = LoopbackServer(self._handle, port=port)
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def start(self) -> FakeTencentIm:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def queue_faults(self, *faults: dict[str, Any]) -> None:
+        """Each fault answers one request: {"status": 500} or {"error_code": 20003, "info": "..."}."""
+        with self._lock:
+            self._faults.extend(faults)
+
+    # ------------------------------------------------------------------ HTTP
+    def _handle(self, request: Request) -> Response:
+        if request.path == SENDMSG_PATH and request.method == "POST":
+            return self._sendmsg(request)
+        if request.path == "/__fake/messages":
+            if request.method == "DELETE":
+                with self._lock:
+                    self.messages.clear()
+                    self._faults.clear()
+                return 200, {"ok": True}, "application/json"
+            with self._lock:
+                return 200, list(self.messages), "application/json"
+        if request.path == "/__fake/faults" and request.method == "POST":
+            self.queue_faults(*request.json())
+            return 200, {"ok": True}, "application/json"
+        if request.path == "/" and request.method == "GET":
+            return 200, self._page(), "text/html; charset=utf-8"
+        return 404, {"ActionStatus": "FAIL", "ErrorCode": 404, "ErrorInfo": "no such API"}, "application/json"
+
+    def _check_query(self, query: dict[str, str]) -> Response | None:
+        for name in ("sdkappid", "identifier", "usersig", "random", "contenttype"):
+            if not query.get(name):
+                return _fail(90001, f"missing query parameter {name}")
+        if query["contenttype"] != "json":
+            return _fail(90001, "contenttype must be json")
+        if not query["random"].isdigit() or int(query["random"]) >= 2**32:
+            return _fail(90001, "random must be a 32-bit unsigned integer")
+        if query["sdkappid"] != str(self.sdk_app_id):
+            return _fail(70016, "SDKAppID does not match")
+        if query["identifier"] != self.admin:
+            return _fail(90009, "identifier is not an app administrator")
+        problem = verify_user_sig(query["usersig"], self.sdk_app_id, self.secret_key, self.admin)
+        if problem:
+            return _fail(70001 if problem == "usersig expired" else 70003, problem)
+        return None
+
+    @staticmethod
+    def _check_body(body: Any) -> str | None:
+        if not isinstance(body, dict):
+            return "body must be a JSON object"
+        for name in ("From_Account", "To_Account"):
+            if not isinstance(body.get(name), str) or not body[name]:
+                return f"{name} must be a non-empty string"
+        random = body.get("MsgRandom")
+        if not isinstance(random, int) or not 0 <= random < 2**32:
+            return "MsgRandom must be a 32-bit unsigned integer"
+        if body.get("SyncOtherMachine", 1) not in (1, 2):
+            return "SyncOtherMachine must be 1 or 2"
+        elements = body.get("MsgBody")
+        if not isinstance(elements, list) or not elements:
+            return "MsgBody must be a non-empty array"
+        for element in elements:
+            content = element.get("MsgContent") if isinstance(element, dict) else None
+            if element.get("MsgType") != "TIMCustomElem" or not isinstance(content, dict):
+                return "only TIMCustomElem is expected here"
+            if not all(isinstance(content.get(k), str) for k in ("Data", "Desc", "Ext")):
+                return "TIMCustomElem needs string Data, Desc and Ext"
+        return None
+
+    def _sendmsg(self, request: Request) -> Response:
+        with self._lock:
+            self.requests += 1
+            fault = self._faults.popleft() if self._faults else None
+        if fault and "status" in fault:
+            return int(fault["status"]), {"error": "injected"}, "application/json"
+        refused = self._check_query(request.query)
+        if refused:
+            return refused
+        try:
+            body = request.json()
+        except ValueError:
+            return _fail(90001, "body is not JSON")
+        problem = self._check_body(body)
+        if problem:
+            return _fail(90002, problem)
+        if fault and "error_code" in fault:
+            return _fail(int(fault["error_code"]), str(fault.get("info", "injected failure")))
+        content = body["MsgBody"][0]["MsgContent"]
+        message = {
+            "from": body["From_Account"],
+            "to": body["To_Account"],
+            "msg_random": body["MsgRandom"],
+            "sync_other_machine": body.get("SyncOtherMachine", 1),
+            "send_msg_control": body.get("SendMsgControl", []),
+            "desc": content["Desc"],
+            "ext": content["Ext"],
+            "data": json.loads(content["Data"]),
+            "msg_key": f"{int(time.time())}_{uuid.uuid4().hex[:8]}",
+            "received_at_ms": time.time_ns() // 1_000_000,
+        }
+        with self._lock:
+            self.messages.append(message)
+        data = message["data"]
+        log.info(
+            "IM %s -> %s: %s %s [%s] %s",
+            message["from"],
+            message["to"],
+            data.get("type"),
+            data.get("confirm_id"),
+            data.get("status"),
+            data.get("msg", ""),
+        )
+        return (
+            200,
+            {
+                "ActionStatus": "OK",
+                "ErrorInfo": "",
+                "ErrorCode": 0,
+                "MsgTime": int(time.time()),
+                "MsgKey": message["msg_key"],
+            },
+            "application/json",
+        )
+
+    def _page(self) -> str:
+        with self._lock:
+            rows = "".join(
+                f"<tr><td>{html.escape(m['from'])}</td><td>{html.escape(m['to'])}</td>"
+                f"<td>{html.escape(str(m['data'].get('type')))}</td><td>{html.escape(str(m['data'].get('status')))}</td>"
+                f"<td>{html.escape(str(m['data'].get('msg', '')))}</td></tr>"
+                for m in reversed(self.messages)
+            )
+        return (
+            "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=2><title>Fake Tencent IM</title>"
+            "<h1>Messages received by the fake Tencent IM</h1><table border=1 cellpadding=4>"
+            f"<tr><th>from</th><th>to</th><th>type</th><th>status</th><th>msg</th></tr>{rows}</table>"
+        )

@@ -1,0 +1,152 @@
+"""Pushing confirms to Tencent IM: which pushes a change causes, and delivering one exactly once.
+
+A new confirm pushes an `im_confirm` to its receiver; reaching a terminal state pushes an
+`im_confirm_update`. Each is one C2C custom message from the sender to the receiver with
+`SyncOtherMachine=1`, so both parties' devices get it (the update also sets `NoUnread`/`NoLastMsg`: it only
+greys buttons). A delivery record per push keeps its `MsgRandom` (reused by every retry, so Tencent can
+drop a duplicate), its attempts and last error, and whether it was sent: a redelivered push that was
+already sent sends nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from herald.clock import Clock, now_ms
+from herald.confirms.models import BUTTONS, Confirm, ConfirmStatus
+from herald.providers.tencent_im import CustomMessage, SendResult, TencentImError, new_msg_random
+
+IM_CONFIRM = "im_confirm"
+IM_CONFIRM_UPDATE = "im_confirm_update"
+
+
+@dataclass(frozen=True)
+class Push:
+    """One message on the IM queue."""
+
+    app_code: str
+    confirm_id: str
+    kind: str  # im_confirm | im_confirm_update
+    status: str
+
+    @property
+    def delivery_key(self) -> str:
+        return self.kind if self.kind == IM_CONFIRM else f"{self.kind}:{self.status}"
+
+    @property
+    def dedup_id(self) -> str:
+        return f"{self.confirm_id}:{self.delivery_key}"
+
+    def to_message(self) -> dict[str, str]:
+        return {
+            "app_code": self.app_code,
+            "confirm_id": self.confirm_id,
+            "kind": self.kind,
+            "status": self.status,
+        }
+
+    @classmethod
+    def from_message(cls, body: dict[str, Any]) -> Push:
+        return cls(app_code=body["app_code"], confirm_id=body["confirm_id"], kind=body["kind"], status=body["status"])
+
+
+def pushes_for(old: Confirm | None, new: Confirm) -> list[Push]:
+    """The pushes one stored change of a confirm calls for."""
+    if old is None and new.status is ConfirmStatus.PENDING:
+        return [Push(new.app_code, new.confirm_id, IM_CONFIRM, str(new.status))]
+    if new.status.terminal and (old is None or old.status != new.status):
+        return [Push(new.app_code, new.confirm_id, IM_CONFIRM_UPDATE, str(new.status))]
+    return []
+
+
+@dataclass(frozen=True)
+class Delivery:
+    app_code: str
+    confirm_id: str
+    key: str
+    msg_random: int
+    status: str  # pending | sent | failed
+    attempts: int = 0
+    sent_at_ms: int = 0
+    last_error: str = ""
+    last_error_at_ms: int = 0
+    msg_key: str = ""
+
+
+class DeliveryStore(Protocol):
+    def begin(self, app_code: str, confirm_id: str, key: str, msg_random: int, now: int) -> Delivery:
+        """The delivery record, created on first sight with this MsgRandom (kept on later calls)."""
+        ...
+
+    def sent(self, delivery: Delivery, result: SendResult, now: int) -> None: ...
+
+    def failed(self, delivery: Delivery, error: str, permanent: bool, now: int) -> None: ...
+
+    def for_confirm(self, app_code: str, confirm_id: str) -> list[Delivery]: ...
+
+
+class ImSender(Protocol):
+    def send(self, message: CustomMessage) -> SendResult: ...
+
+
+class PermanentDeliveryFailure(Exception):
+    """This push can never be delivered: it goes to the dead-letter queue with this reason."""
+
+
+class RetryableDeliveryFailure(Exception):
+    """Worth another try later (the queue's retry, then its DLQ)."""
+
+
+def message_for(confirm: Confirm, push: Push, msg_random: int) -> CustomMessage:
+    data: dict[str, Any] = {
+        "type": push.kind,
+        "version": 1,
+        "confirm_id": confirm.confirm_id,
+        "business_type": confirm.business_type,
+        "business_subtype": confirm.business_subtype,
+        "msg": confirm.message_text,
+        "status": push.status,
+        "actions": [dict(button) for button in BUTTONS],
+        "created_at_ms": confirm.created_at_ms,
+        "expire_at_ms": confirm.expire_at_ms,
+    }
+    if push.kind == IM_CONFIRM_UPDATE:
+        data["processed_action"] = confirm.processed_action
+        data["processed_at_ms"] = confirm.processed_at_ms
+    return CustomMessage(
+        from_account=confirm.sender_user_id,
+        to_account=confirm.receiver_user_id,
+        msg_random=msg_random,
+        data=data,
+        desc=IM_CONFIRM,
+        ext=IM_CONFIRM,
+        send_msg_control=("NoUnread", "NoLastMsg") if push.kind == IM_CONFIRM_UPDATE else (),
+    )
+
+
+class ConfirmDelivery:
+    def __init__(self, confirms: Any, deliveries: DeliveryStore, im: ImSender, clock: Clock = now_ms) -> None:
+        self._confirms = confirms  # a ConfirmStore (only `get` is used)
+        self._deliveries = deliveries
+        self._im = im
+        self._clock = clock
+
+    def deliver(self, push: Push) -> Delivery:
+        confirm: Confirm | None = self._confirms.get(push.app_code, push.confirm_id)
+        if confirm is None:
+            raise PermanentDeliveryFailure(f"confirm {push.confirm_id} does not exist")
+        delivery = self._deliveries.begin(
+            push.app_code, push.confirm_id, push.delivery_key, new_msg_random(), self._clock()
+        )
+        if delivery.status == "sent":
+            return delivery
+        try:
+            result = self._im.send(message_for(confirm, push, delivery.msg_random))
+        except TencentImError as exc:
+            self._deliveries.failed(delivery, str(exc), permanent=not exc.retryable, now=self._clock())
+            if exc.retryable:
+                raise RetryableDeliveryFailure(str(exc)) from exc
+            raise PermanentDeliveryFailure(str(exc)) from exc
+        self._deliveries.sent(delivery, result, self._clock())
+        return delivery

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class ConfirmStatus(StrEnum):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self not in (ConfirmStatus.PENDING, ConfirmStatus.PROCESSING)
+
+
+class Action(StrEnum):
+    ACCEPT = "accept"
+    REJECT = "reject"
+
+
+RESULT_OF = {Action.ACCEPT: ConfirmStatus.ACCEPTED, Action.REJECT: ConfirmStatus.REJECTED}
+ACTION_OF = {status: action for action, status in RESULT_OF.items()}
+
+# The state machine. Accepted/rejected straight from pending, and cancelled/expired from processing, happen
+# only when a confirm is repaired from its owner's fact (the owner decided by another path).
+ALLOWED: dict[ConfirmStatus, frozenset[ConfirmStatus]] = {
+    ConfirmStatus.PENDING: frozenset(
+        {
+            ConfirmStatus.PROCESSING,
+            ConfirmStatus.CANCELLED,
+            ConfirmStatus.EXPIRED,
+            ConfirmStatus.ACCEPTED,
+            ConfirmStatus.REJECTED,
+        }
+    ),
+    ConfirmStatus.PROCESSING: frozenset(
+        {
+            ConfirmStatus.PROCESSING,  # a new lease after the old one ran out
+            ConfirmStatus.ACCEPTED,
+            ConfirmStatus.REJECTED,
+            ConfirmStatus.FAILED,
+            ConfirmStatus.CANCELLED,
+            ConfirmStatus.EXPIRED,
+        }
+    ),
+    **{status: frozenset() for status in ConfirmStatus if status.terminal},
+}
+
+BUTTONS = (
+    {"action": "reject", "label": "Reject", "style": "secondary"},
+    {"action": "accept", "label": "Accept", "style": "primary"},
+)
+
+
+@dataclass(frozen=True)
+class Confirm:
+    app_code: str
+    confirm_id: str
+    business_type: str
+    business_subtype: str
+    business_id: str
+    sender_user_id: str
+    receiver_user_id: str
+    status: ConfirmStatus
+    message_text: str
+    source_name: str
+    source_event_id: str
+    created_at_ms: int
+    updated_at_ms: int
+    expire_at_ms: int
+    version: int
+    actions: tuple[str, ...] = ("accept", "reject")
+    payload: dict[str, Any] = field(default_factory=dict)
+    processing_action: str = ""
+    processing_command_id: str = ""
+    locked_by: str = ""
+    lock_until_ms: int = 0
+    processed_action: str = ""
+    processed_command_id: str = ""
+    processed_by_user_id: str = ""
+    processed_at_ms: int = 0
+    failure_reason: str = ""
+
+    def party(self, user_id: str) -> bool:
+        return user_id in (self.sender_user_id, self.receiver_user_id)
+
+    def evolve(self, **changes: Any) -> Confirm:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ConfirmDraft:
+    """What a business asks for: everything but the confirm's own id and state."""
+
+    app_code: str
+    business_type: str
+    business_subtype: str
+    business_id: str
+    sender_user_id: str
+    receiver_user_id: str
+    message_text: str
+    source_name: str
+    source_event_id: str
+    created_at_ms: int
+    expire_at_ms: int
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class OwnerState(StrEnum):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class OwnerFact:
+    """The business owner's truth about the thing a confirm asks about."""
+
+    state: OwnerState
+    decided_at_ms: int | None = None
+
+    @property
+    def confirm_status(self) -> ConfirmStatus | None:
+        """The terminal confirm status this fact implies (None while the owner is undecided)."""
+        return None if self.state is OwnerState.PENDING else ConfirmStatus(str(self.state))
+
+
+def view(confirm: Confirm) -> dict[str, Any]:
+    """The confirm view of CONTRACTS §1."""
+    return {
+        "confirm_id": confirm.confirm_id,
+        "business_type": confirm.business_type,
+        "business_subtype": confirm.business_subtype,
+        "business_id": confirm.business_id,
+        "sender_user_id": confirm.sender_user_id,
+        "receiver_user_id": confirm.receiver_user_id,
+        "status": str(confirm.status),
+        "processed_action": confirm.processed_action,
+        "processed_at_ms": confirm.processed_at_ms,
+        "created_at_ms": confirm.created_at_ms,
+        "expire_at_ms": confirm.expire_at_ms,
+    }

@@ -1,0 +1,276 @@
+"""The confirm state machine and its repairs, independent of DynamoDB, HTTP and Tencent IM.
+
+Every change is a conditional write on the confirm's version, so of two racing writers one wins and the
+other re-reads. Clicking claims the confirm (`pending -> processing`) under a lease, asks the owner, then
+records the owner's answer. Two crash windows are repaired from the owner's fact, by the next request for
+that confirm or by the janitor: after the claim (the owner may or may not have been asked: the intended
+action is carried out, idempotently) and after the owner decided (the owner's decision is recorded).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Protocol
+
+from herald.auth.models import Principal
+from herald.clock import Clock, now_ms
+from herald.confirms.businesses import BusinessRefused, BusinessRegistry
+from herald.confirms.models import (
+    ACTION_OF,
+    ALLOWED,
+    RESULT_OF,
+    Action,
+    Confirm,
+    ConfirmDraft,
+    ConfirmStatus,
+    OwnerFact,
+)
+from herald.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, UpstreamError
+from herald.ids import new_id
+from herald.pagination import decode_token, encode_token
+
+CONFIRM_ID = re.compile(r"^cfm_[0-9a-f]{32}$")
+COMMAND_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,96}$")
+USER_ID = re.compile(r"^[0-9]{1,20}$")
+MAX_BATCH = 100
+MAX_PAGE = 100
+MAX_REASON = 256
+_ATTEMPTS = 5
+
+
+class StaleConfirm(Exception):
+    """The confirm changed since it was read (a lost conditional write)."""
+
+
+class ConfirmStore(Protocol):
+    def create(self, confirm: Confirm) -> Confirm:
+        """Insert unless a confirm for the same source exists; returns the stored one either way."""
+        ...
+
+    def get(self, app_code: str, confirm_id: str) -> Confirm | None: ...
+
+    def get_many(self, app_code: str, confirm_ids: list[str]) -> list[Confirm]: ...
+
+    def by_source(self, app_code: str, source_name: str, source_event_id: str) -> Confirm | None: ...
+
+    def transition(self, current: Confirm, new: Confirm) -> Confirm:
+        """Write `new` if the stored confirm is still `current` (same version); else StaleConfirm."""
+        ...
+
+    def between(
+        self, app_code: str, user_a: str, user_b: str, limit: int, cursor: dict[str, object] | None
+    ) -> tuple[list[Confirm], dict[str, object] | None]:
+        """Confirms between two users, newest first."""
+        ...
+
+    def pair_key(self, app_code: str, user_a: str, user_b: str) -> str: ...
+
+    def due(self, now: int, limit: int) -> list[Confirm]:
+        """Pending confirms past their expiry and processing ones past their lease."""
+        ...
+
+
+def validate_confirm_id(confirm_id: str) -> str:
+    if not CONFIRM_ID.match(confirm_id):
+        raise InvalidArgument("confirm_id is malformed")
+    return confirm_id
+
+
+class Confirms:
+    def __init__(self, store: ConfirmStore, registry: BusinessRegistry, lease_ms: int, clock: Clock = now_ms) -> None:
+        self._store = store
+        self._registry = registry
+        self._lease_ms = lease_ms
+        self._clock = clock
+
+    # ------------------------------------------------------------------ creation (from an owner's outbox)
+    def project(self, draft: ConfirmDraft) -> Confirm:
+        """Create the confirm a business asked for; a repeat of the same source creates nothing new."""
+        existing = self._store.by_source(draft.app_code, draft.source_name, draft.source_event_id)
+        if existing is not None:
+            return existing
+        now = self._clock()
+        return self._store.create(
+            Confirm(
+                app_code=draft.app_code,
+                confirm_id=new_id("cfm"),
+                business_type=draft.business_type,
+                business_subtype=draft.business_subtype,
+                business_id=draft.business_id,
+                sender_user_id=draft.sender_user_id,
+                receiver_user_id=draft.receiver_user_id,
+                status=ConfirmStatus.PENDING,
+                message_text=draft.message_text,
+                payload=dict(draft.payload),
+                source_name=draft.source_name,
+                source_event_id=draft.source_event_id,
+                created_at_ms=draft.created_at_ms or now,
+                updated_at_ms=now,
+                expire_at_ms=draft.expire_at_ms,
+                version=1,
+            )
+        )
+
+    def owner_decided(self, app_code: str, source_name: str, source_event_id: str, fact: OwnerFact) -> Confirm | None:
+        """The owner reached a decision by itself (e.g. the inviter cancelled): follow it if still pending.
+        A processing confirm is left to the request or janitor that holds or reclaims its lease."""
+        confirm = self._store.by_source(app_code, source_name, source_event_id)
+        while confirm is not None and confirm.status is ConfirmStatus.PENDING and fact.confirm_status is not None:
+            try:
+                return self._store.transition(confirm, self._decided(confirm, fact))
+            except StaleConfirm:
+                confirm = self._store.get(app_code, confirm.confirm_id)
+        return confirm
+
+    # ------------------------------------------------------------------ the receiver acts
+    def act(self, principal: Principal, confirm_id: str, action: Action, command_id: str, reason: str = "") -> Confirm:
+        validate_confirm_id(confirm_id)
+        if not COMMAND_ID.match(command_id):
+            raise InvalidArgument("command_id must be 1-96 characters of A-Z a-z 0-9 _ . : -")
+        if len(reason) > MAX_REASON:
+            raise InvalidArgument(f"reason is longer than {MAX_REASON} characters")
+        confirm = self._store.get(principal.app_code, confirm_id)
+        if confirm is None or not confirm.party(principal.user_id):
+            raise NotFound("no such confirm")
+        if confirm.receiver_user_id != principal.user_id:
+            raise PermissionDenied("only the receiver may act on this confirm")
+        for _ in range(_ATTEMPTS):
+            confirm = self.settle(confirm)
+            if confirm.status.terminal:
+                return self._answer(confirm, action)
+            if confirm.status is ConfirmStatus.PROCESSING:
+                raise Conflict("the confirm is being processed", reason="processing")
+            claimed = confirm.evolve(
+                status=ConfirmStatus.PROCESSING,
+                processing_action=str(action),
+                processing_command_id=command_id,
+                locked_by=uuid.uuid4().hex,
+                lock_until_ms=self._clock() + self._lease_ms,
+            )
+            try:
+                claimed = self._write(confirm, claimed)
+            except StaleConfirm:
+                confirm = self._reload(confirm)
+                continue
+            return self._answer(self._complete(claimed, reason), action)
+        raise Conflict("the confirm is changing; retry", reason="processing")
+
+    @staticmethod
+    def _answer(confirm: Confirm, action: Action) -> Confirm:
+        """The same action again returns the same terminal view; anything else is a conflict."""
+        if confirm.status is RESULT_OF[action]:
+            return confirm
+        raise Conflict(f"the confirm is {confirm.status}", reason=str(confirm.status))
+
+    def _complete(self, claimed: Confirm, reason: str) -> Confirm:
+        """Ask the owner to carry out the claimed action, then record what the owner says."""
+        handler = self._registry.handler(claimed.business_type)
+        try:
+            fact = handler.act(claimed, Action(claimed.processing_action), reason)
+        except BusinessRefused as exc:
+            return self._finish(claimed, claimed.evolve(status=ConfirmStatus.FAILED, failure_reason=exc.reason[:256]))
+        if fact.confirm_status is None:
+            raise UpstreamError("the owner left the request undecided")
+        return self._finish(claimed, self._decided(claimed, fact))
+
+    def _decided(self, confirm: Confirm, fact: OwnerFact) -> Confirm:
+        status = fact.confirm_status
+        assert status is not None
+        action = ACTION_OF.get(status)
+        return confirm.evolve(
+            status=status,
+            processed_action=str(action) if action else "",
+            processed_command_id=confirm.processing_command_id
+            if action and confirm.processing_action == str(action)
+            else "",
+            processed_by_user_id=confirm.receiver_user_id if action else "",
+            processed_at_ms=fact.decided_at_ms or self._clock(),
+        )
+
+    def _finish(self, current: Confirm, final: Confirm) -> Confirm:
+        final = final.evolve(locked_by="", lock_until_ms=0)
+        try:
+            return self._write(current, final)
+        except StaleConfirm:
+            return self._reload(current)  # a repair or the janitor recorded it first
+
+    # ------------------------------------------------------------------ repairs and expiry
+    def settle(self, confirm: Confirm) -> Confirm:
+        """Bring a confirm up to date: expire it past its time, repair a claim whose lease ran out."""
+        now = self._clock()
+        if confirm.status is ConfirmStatus.PENDING and now >= confirm.expire_at_ms:
+            fact = self._registry.handler(confirm.business_type).expire(confirm)
+            if fact.confirm_status is None:
+                return confirm
+            return self._finish(confirm, self._decided(confirm, fact))
+        if confirm.status is ConfirmStatus.PROCESSING and now >= confirm.lock_until_ms:
+            fact = self._registry.handler(confirm.business_type).fact(confirm)
+            if fact.confirm_status is not None:
+                return self._finish(confirm, self._decided(confirm, fact))
+            reclaimed = confirm.evolve(locked_by=uuid.uuid4().hex, lock_until_ms=now + self._lease_ms)
+            try:
+                reclaimed = self._write(confirm, reclaimed)
+            except StaleConfirm:
+                return self._reload(confirm)
+            return self._complete(reclaimed, "")
+        return confirm
+
+    def settle_due(self, limit: int = 100) -> list[Confirm]:
+        """The janitor's pass: every confirm past its expiry or lease, settled."""
+        settled = []
+        for confirm in self._store.due(self._clock(), limit):
+            try:
+                settled.append(self.settle(confirm))
+            except UpstreamError:
+                continue  # the owner is down: the next pass tries again
+        return settled
+
+    # ------------------------------------------------------------------ reads
+    def get(self, app_code: str, confirm_id: str) -> Confirm:
+        """For operators (service routes): no party check, but the tenant still scopes it."""
+        confirm = self._store.get(app_code, validate_confirm_id(confirm_id))
+        if confirm is None:
+            raise NotFound("no such confirm")
+        return confirm
+
+    def statuses(self, principal: Principal, confirm_ids: list[str]) -> list[Confirm]:
+        """The caller's confirms among `confirm_ids`, in the order asked; others are simply absent."""
+        if len(confirm_ids) > MAX_BATCH:
+            raise InvalidArgument(f"at most {MAX_BATCH} confirm_ids")
+        wanted = list(dict.fromkeys(validate_confirm_id(cid) for cid in confirm_ids))
+        found = {
+            c.confirm_id: c for c in self._store.get_many(principal.app_code, wanted) if c.party(principal.user_id)
+        }
+        return [self._settled_quietly(found[cid]) for cid in wanted if cid in found]
+
+    def between(
+        self, principal: Principal, peer_user_id: str, page_size: int, page_token: str
+    ) -> tuple[list[Confirm], str]:
+        if not USER_ID.match(peer_user_id):
+            raise InvalidArgument("peer_user_id must be a numeric user id")
+        if not 1 <= page_size <= MAX_PAGE:
+            raise InvalidArgument(f"page_size must be between 1 and {MAX_PAGE}")
+        pair = self._store.pair_key(principal.app_code, principal.user_id, peer_user_id)
+        cursor = decode_token(page_token, {"pair_key": pair})
+        items, next_cursor = self._store.between(principal.app_code, principal.user_id, peer_user_id, page_size, cursor)
+        return [self._settled_quietly(c) for c in items], encode_token(next_cursor)
+
+    def _settled_quietly(self, confirm: Confirm) -> Confirm:
+        """Reads settle lazily too, but an owner outage never fails a read: the stored state is shown."""
+        try:
+            return self.settle(confirm)
+        except UpstreamError:
+            return confirm
+
+    # ------------------------------------------------------------------ helpers
+    def _write(self, current: Confirm, new: Confirm) -> Confirm:
+        if new.status not in ALLOWED[current.status]:
+            raise Conflict(f"confirm cannot go from {current.status} to {new.status}", reason=str(current.status))
+        return self._store.transition(current, new.evolve(version=current.version + 1, updated_at_ms=self._clock()))
+
+    def _reload(self, confirm: Confirm) -> Confirm:
+        latest = self._store.get(confirm.app_code, confirm.confirm_id)
+        if latest is None:
+            raise NotFound("no such confirm")
+        return latest

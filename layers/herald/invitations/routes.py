@@ -1,0 +1,61 @@
+"""Role invitation routes (CONTRACTS §1, owner)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from herald.api.envelope import Envelope, ok
+from herald.api.security import CurrentPrincipal
+from herald.invitations.models import Invitation, InvitationType
+from herald.invitations.wiring import invitations
+
+router = APIRouter(prefix="/api/v1/role-invitations", tags=["role invitations"])
+
+
+class CreateInvitation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    invitation_type: InvitationType
+    target_user_id: str = Field(min_length=1, max_length=20)
+    agency_name: str = Field(default="", max_length=64)
+
+
+class InvitationView(BaseModel):
+    invitation_id: str
+    invitation_type: str
+    status: str
+    inviter_user_id: str
+    target_user_id: str
+    agency_name: str
+    created_at_ms: int
+    expire_at_ms: int
+
+
+def _view(invitation: Invitation) -> InvitationView:
+    fields: dict[str, Any] = {name: getattr(invitation, name) for name in InvitationView.model_fields}
+    return InvitationView(
+        **{**fields, "invitation_type": str(invitation.invitation_type), "status": str(invitation.status)}
+    )
+
+
+@router.post("", response_model=Envelope[InvitationView])
+def create_invitation(
+    request: Request, body: CreateInvitation, principal: CurrentPrincipal
+) -> Envelope[InvitationView]:
+    invitation = invitations().create(
+        principal.app_code, principal.user_id, body.invitation_type, body.target_user_id, body.agency_name
+    )
+    return ok(request, _view(invitation))
+
+
+@router.get("/{invitation_id}", response_model=Envelope[InvitationView])
+def get_invitation(request: Request, invitation_id: str, principal: CurrentPrincipal) -> Envelope[InvitationView]:
+    return ok(request, _view(invitations().get_for(principal.app_code, invitation_id, principal.user_id)))
+
+
+@router.post("/{invitation_id}/cancel", response_model=Envelope[InvitationView])
+def cancel_invitation(request: Request, invitation_id: str, principal: CurrentPrincipal) -> Envelope[InvitationView]:
+    return ok(request, _view(invitations().cancel(principal.app_code, invitation_id, principal.user_id)))

@@ -1,0 +1,57 @@
+"""One pooled HTTP client for provider calls: urllib3 is already loaded by botocore, so it costs nothing."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+
+_lock = threading.Lock()
+_pool: urllib3.PoolManager | None = None
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class TransportError(Exception):
+    """The request may or may not have reached the provider (connect/read failure, timeout)."""
+
+
+def pool() -> urllib3.PoolManager:
+    global _pool  # noqa: PLW0603 - one pool per process, created on first use
+    with _lock:
+        if _pool is None:
+            _pool = urllib3.PoolManager(num_pools=4, maxsize=8, retries=False)
+        return _pool
+
+
+def request(
+    method: str,
+    url: str,
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    timeout_s: float = 5.0,
+) -> HttpResponse:
+    payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() if body is not None else None
+    all_headers = {"content-type": "application/json; charset=utf-8", **(headers or {})}
+    try:
+        response = pool().request(
+            method,
+            url,
+            body=payload,
+            headers=all_headers,
+            timeout=urllib3.Timeout(connect=2.0, read=timeout_s),
+        )
+    except urllib3.exceptions.HTTPError as exc:
+        raise TransportError(f"{method} {url.split('?', maxsplit=1)[0]} failed: {type(exc).__name__}") from exc
+    return HttpResponse(status=response.status, body=response.data)

@@ -1,0 +1,198 @@
+"""Tencent IM (腾讯云即时通信 IM) REST API: `v4/openim/sendmsg` with an admin UserSig.
+
+UserSig follows the TLS v2 algorithm (the one `tls-sig-api-v2` implements; tests compare the two): an
+HMAC-SHA256 over the identifier, SDKAppID, time and expiry, packed with them in JSON, zlib-compressed and
+base64-encoded with Tencent's URL alphabet (`+/=` -> `*-_`). Failures are classified so the caller retries
+only what may succeed later; the caller passes the same `MsgRandom` on every retry of one message.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from herald.providers import http
+
+SENDMSG_PATH = "/v4/openim/sendmsg"
+
+# ErrorCodes worth retrying: Tencent's internal errors, timeouts and rate limits. Everything else that
+# Tencent answers with ActionStatus FAIL is a property of the request (bad account, blocked, too long,
+# bad signature or configuration) and will fail the same way again.
+RETRYABLE_ERROR_CODES = frozenset(
+    {
+        20004,  # network error inside IM
+        20005,  # IM internal server error
+        70169,  # login service timeout
+        90992,  # internal error
+        90994,  # internal error
+        90995,  # internal error
+        91000,  # internal error
+        93000,  # internal timeout
+        90025,  # sending rate limited ("频率限制")
+        70001,  # UserSig expired: clock skew; a fresh signature is made on the next attempt
+    }
+)
+
+
+def _hmac_base64(secret_key: str, identifier: str, sdk_app_id: int, issued_at: int, expire: int) -> str:
+    content = f"TLS.identifier:{identifier}\nTLS.sdkappid:{sdk_app_id}\nTLS.time:{issued_at}\nTLS.expire:{expire}\n"
+    digest = hmac.new(secret_key.encode(), content.encode(), hashlib.sha256).digest()
+    return base64.b64encode(digest).decode()
+
+
+def _url_b64encode(data: bytes) -> str:
+    return base64.b64encode(data).decode().replace("+", "*").replace("/", "-").replace("=", "_")
+
+
+def _url_b64decode(text: str) -> bytes:
+    return base64.b64decode(text.replace("*", "+").replace("-", "/").replace("_", "="))
+
+
+def user_sig(sdk_app_id: int, secret_key: str, identifier: str, expire_s: int, issued_at: int | None = None) -> str:
+    issued = int(time.time()) if issued_at is None else issued_at
+    document = {
+        "TLS.ver": "2.0",
+        "TLS.identifier": identifier,
+        "TLS.sdkappid": sdk_app_id,
+        "TLS.expire": expire_s,
+        "TLS.time": issued,
+        "TLS.sig": _hmac_base64(secret_key, identifier, sdk_app_id, issued, expire_s),
+    }
+    return _url_b64encode(zlib.compress(json.dumps(document).encode()))
+
+
+def verify_user_sig(
+    sig: str, sdk_app_id: int, secret_key: str, identifier: str, now_s: int | None = None
+) -> str | None:
+    """None when valid, else why not (what Tencent's side checks; used by the loopback fake)."""
+    try:
+        document = json.loads(zlib.decompress(_url_b64decode(sig)))
+    except (ValueError, zlib.error):
+        return "usersig is not decodable"
+    if document.get("TLS.identifier") != identifier or document.get("TLS.sdkappid") != sdk_app_id:
+        return "usersig was issued for another identifier or SDKAppID"
+    expected = _hmac_base64(secret_key, identifier, sdk_app_id, int(document["TLS.time"]), int(document["TLS.expire"]))
+    if not hmac.compare_digest(expected, str(document.get("TLS.sig", ""))):
+        return "usersig signature mismatch"
+    now = int(time.time()) if now_s is None else now_s
+    if now > int(document["TLS.time"]) + int(document["TLS.expire"]):
+        return "usersig expired"
+    return None
+
+
+def new_msg_random() -> int:
+    """A 32-bit unsigned MsgRandom, chosen once per message and kept for its retries."""
+    return secrets.randbelow(2**32)
+
+
+@dataclass(frozen=True)
+class CustomMessage:
+    from_account: str
+    to_account: str
+    msg_random: int
+    data: dict[str, Any]
+    desc: str
+    ext: str
+    sync_other_machine: bool = True  # the sender's own devices get it too
+    send_msg_control: tuple[str, ...] = ()  # e.g. ("NoUnread", "NoLastMsg") for state updates
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "SyncOtherMachine": 1 if self.sync_other_machine else 2,
+            "From_Account": self.from_account,
+            "To_Account": self.to_account,
+            "MsgRandom": self.msg_random,
+            "MsgBody": [
+                {
+                    "MsgType": "TIMCustomElem",
+                    "MsgContent": {
+                        "Data": json.dumps(self.data, separators=(",", ":"), ensure_ascii=False),
+                        "Desc": self.desc,
+                        "Ext": self.ext,
+                    },
+                }
+            ],
+        }
+        if self.send_msg_control:
+            body["SendMsgControl"] = list(self.send_msg_control)
+        return body
+
+
+@dataclass(frozen=True)
+class SendResult:
+    msg_key: str
+    msg_time: int
+
+
+class TencentImError(Exception):
+    def __init__(self, message: str, *, retryable: bool, error_code: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.error_code = error_code
+
+
+@dataclass
+class TencentImClient:
+    base_url: str
+    sdk_app_id: int
+    admin_identifier: str
+    secret_key: Callable[[], str]
+    timeout_s: float = 5.0
+    usersig_ttl_s: int = 86_400
+    _sig: tuple[str, float] | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def _admin_sig(self) -> str:
+        """Cached admin UserSig, renewed an hour before it expires."""
+        with self._lock:
+            now = time.time()
+            if self._sig is None or self._sig[1] - now < 3600:
+                sig = user_sig(self.sdk_app_id, self.secret_key(), self.admin_identifier, self.usersig_ttl_s, int(now))
+                self._sig = (sig, now + self.usersig_ttl_s)
+            return self._sig[0]
+
+    def _url(self) -> str:
+        query = urlencode(
+            {
+                "sdkappid": self.sdk_app_id,
+                "identifier": self.admin_identifier,
+                "usersig": self._admin_sig(),
+                "random": new_msg_random(),
+                "contenttype": "json",
+            }
+        )
+        return f"{self.base_url.rstrip('/')}{SENDMSG_PATH}?{query}"
+
+    def send(self, message: CustomMessage) -> SendResult:
+        try:
+            response = http.request("POST", self._url(), body=message.body(), timeout_s=self.timeout_s)
+        except http.TransportError as exc:
+            raise TencentImError(str(exc), retryable=True) from exc
+        if response.status >= 500 or response.status == 429:
+            raise TencentImError(f"Tencent IM answered HTTP {response.status}", retryable=True)
+        if response.status != 200:
+            raise TencentImError(f"Tencent IM answered HTTP {response.status}", retryable=False)
+        try:
+            result = response.json()
+        except ValueError as exc:
+            raise TencentImError("Tencent IM answered with a body that is not JSON", retryable=True) from exc
+        if result.get("ActionStatus") == "OK" and int(result.get("ErrorCode", 0)) == 0:
+            return SendResult(msg_key=str(result.get("MsgKey", "")), msg_time=int(result.get("MsgTime", 0)))
+        code = int(result.get("ErrorCode", -1))
+        if code == 70001:
+            with self._lock:
+                self._sig = None
+        info = str(result.get("ErrorInfo", ""))[:200]
+        raise TencentImError(
+            f"Tencent IM error {code}: {info}", retryable=code in RETRYABLE_ERROR_CODES, error_code=code
+        )

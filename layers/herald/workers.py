@@ -1,0 +1,94 @@
+"""Shared mechanics of stream and queue workers (Powertools batch processing, partial failures).
+
+* Stream records arrive as plain dicts of their old and new images; a record whose handler raises is
+  reported, so Lambda retries from it (handlers are idempotent).
+* FIFO queue records: a failure skips the rest of its message group in the batch (other groups go on),
+  and the failed messages are hidden for an exponential backoff before they come back. A record that can
+  never succeed raises `PermanentFailure`: it is moved to the dead-letter queue with its reason at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    SqsFifoPartialProcessor,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from herald import aws
+from herald.dynamo import from_item
+from herald.observability import logger
+
+MAX_BACKOFF_SECONDS = 300
+
+StreamHandler = Callable[[dict[str, Any] | None, dict[str, Any] | None], None]
+
+
+class PermanentFailure(Exception):
+    """This message can never be processed: dead-letter it now, with the reason."""
+
+
+def process_stream(event: dict[str, Any], context: Any, handle: StreamHandler) -> dict[str, Any]:
+    def record_handler(record: DynamoDBRecord) -> None:
+        images = record.raw_event.get("dynamodb", {})
+        old, new = images.get("OldImage"), images.get("NewImage")
+        handle(from_item(old) if old else None, from_item(new) if new else None)
+
+    processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+    return dict(
+        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    )
+
+
+def backoff_seconds(receive_count: int) -> int:
+    return int(min(2**receive_count, MAX_BACKOFF_SECONDS))
+
+
+def process_fifo(
+    event: dict[str, Any],
+    context: Any,
+    handle: Callable[[SQSRecord], None],
+    *,
+    queue_url: str,
+    dead_letter_queue_url: str,
+) -> dict[str, Any]:
+    records = {r["messageId"]: r for r in event.get("Records", [])}
+
+    def record_handler(record: SQSRecord) -> None:
+        try:
+            handle(record)
+        except PermanentFailure as exc:
+            _dead_letter(record, str(exc), dead_letter_queue_url)
+
+    processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+    response: dict[str, Any] = dict(
+        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    )
+    failures: list[dict[str, str]] = response.get("batchItemFailures", [])
+    for failure in failures:
+        raw = records[failure["itemIdentifier"]]
+        delay = backoff_seconds(int(raw["attributes"].get("ApproximateReceiveCount", 1)))
+        aws.sqs().change_message_visibility(
+            QueueUrl=queue_url, ReceiptHandle=raw["receiptHandle"], VisibilityTimeout=delay
+        )
+    return response
+
+
+def _dead_letter(record: SQSRecord, reason: str, queue_url: str) -> None:
+    logger.error("message dead-lettered", message_id=record.message_id, reason=reason)
+    aws.sqs().send_message(
+        QueueUrl=queue_url,
+        MessageBody=record.body,
+        MessageGroupId=record.attributes.message_group_id or "default",
+        MessageDeduplicationId=record.message_id,
+        MessageAttributes={
+            "failure_reason": {"DataType": "String", "StringValue": reason[:1000]},
+            "source_message_id": {"DataType": "String", "StringValue": record.message_id},
+        },
+    )
