@@ -40,12 +40,27 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _repair_value(value: Any) -> Any:
+    """DynamoDB Local streams an empty map as `{}` where DynamoDB sends `{"M": {}}`."""
+    if value == {}:
+        return {"M": {}}
+    if isinstance(value, dict) and "M" in value:
+        return {"M": {k: _repair_value(v) for k, v in value["M"].items()}}
+    if isinstance(value, dict) and "L" in value:
+        return {"L": [_repair_value(v) for v in value["L"]]}
+    return value
+
+
 def stream_record(record: Any, stream_arn: str, region: str) -> dict[str, Any]:
-    """A GetRecords record as Lambda delivers it (JSON-ready, with the stream's ARN; DynamoDB Local's
-    placeholder region "ddblocal" becomes the stack's region)."""
+    """A GetRecords record as Lambda delivers it: JSON-ready, with the stream's ARN, and with DynamoDB
+    Local's quirks (its placeholder region "ddblocal", empty maps as `{}`) made as DynamoDB has them."""
     shaped: dict[str, Any] = _jsonable(dict(record))
     shaped["eventSourceARN"] = stream_arn
     shaped["awsRegion"] = region
+    images = shaped.get("dynamodb", {})
+    for image in ("Keys", "NewImage", "OldImage"):
+        if image in images:
+            images[image] = {name: _repair_value(value) for name, value in images[image].items()}
     return shaped
 
 
@@ -135,20 +150,39 @@ class StreamEventSource:
                 log.exception("describing stream %s failed", self.stream_arn)
             stop.wait(2.0)
 
+    def _iterator(self, shard_id: str, position: str, after: str | None) -> str | None:
+        kwargs: dict[str, Any] = {"StreamArn": self.stream_arn, "ShardId": shard_id}
+        if after is not None:
+            kwargs.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=after)
+        else:
+            kwargs["ShardIteratorType"] = position
+        return self._streams.get_shard_iterator(**kwargs)["ShardIterator"]
+
     def _read_shard(self, shard_id: str, position: str, stop: threading.Event) -> None:
-        iterator: str | None = self._streams.get_shard_iterator(
-            StreamArn=self.stream_arn,
-            ShardId=shard_id,
-            ShardIteratorType=position,  # type: ignore[arg-type]
-        )["ShardIterator"]
+        """Read one shard to its end. A failed read (an expired iterator, DynamoDB Local's spurious
+        TrimmedDataAccessException) resumes after the last record read, never skipping one."""
+        last_read: str | None = None
+        iterator: str | None = None
         buffer: list[dict[str, Any]] = []
+        fresh = True
         while not stop.is_set():
-            if iterator is not None and len(buffer) < self.settings.batch_size:
-                response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
-                buffer.extend(
-                    stream_record(r, self.stream_arn, self.function.region) for r in response.get("Records", [])
-                )
-                iterator = response.get("NextShardIterator")
+            try:
+                if fresh:
+                    iterator, fresh = self._iterator(shard_id, position, last_read), False
+                if iterator is not None and len(buffer) < self.settings.batch_size:
+                    response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
+                    records = [
+                        stream_record(r, self.stream_arn, self.function.region) for r in response.get("Records", [])
+                    ]
+                    if records:
+                        last_read = records[-1]["dynamodb"]["SequenceNumber"]
+                    buffer.extend(records)
+                    iterator = response.get("NextShardIterator")
+            except Exception as exc:
+                log.warning("reading %s shard %s failed (%s); resuming", self.function.logical_id, shard_id[-8:], exc)
+                fresh = True
+                stop.wait(0.5)
+                continue
             if not buffer:
                 if iterator is None:
                     break

@@ -38,9 +38,13 @@ def process_stream(event: dict[str, Any], context: Any, handle: StreamHandler) -
     def record_handler(record: DynamoDBRecord) -> None:
         images = record.raw_event.get("dynamodb", {})
         old, new = images.get("OldImage"), images.get("NewImage")
-        handle(from_item(old) if old else None, from_item(new) if new else None)
+        try:
+            handle(from_item(old) if old else None, from_item(new) if new else None)
+        except Exception:
+            logger.exception("stream record failed", sequence_number=images.get("SequenceNumber"))
+            raise
 
-    processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+    processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
     return dict(
         process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
     )
@@ -65,8 +69,12 @@ def process_fifo(
             handle(record)
         except PermanentFailure as exc:
             _dead_letter(record, str(exc), dead_letter_queue_url)
+        except Exception:
+            logger.warning("queue message failed; it will be retried", message_id=record.message_id, exc_info=True)
+            raise
 
     processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+    processor.raise_on_entire_batch_failure = False  # report every failure, so each gets its backoff
     response: dict[str, Any] = dict(
         process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
     )

@@ -10,14 +10,42 @@ from herald.api.app import create_app
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from herald.settings import get_settings
+from herald_dev.fakes.tencent_im import FakeTencentIm
 from herald_dev.template import LocalStack
+from tests.conftest import clear_herald_caches
 from tests.support.aws import create_stack
+from tests.support.pipeline import ConfirmPipeline
 
 
 @pytest.fixture
 def aws() -> Iterator[LocalStack]:
     with mock_aws():
         yield create_stack()
+
+
+@pytest.fixture
+def fake_im(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTencentIm]:
+    fake = FakeTencentIm().start()
+    monkeypatch.setenv("HERALD_TENCENT_IM_BASE_URL", fake.url)
+    monkeypatch.setenv("HERALD_TENCENT_IM_SDK_APP_ID", str(fake.sdk_app_id))
+    monkeypatch.setenv("HERALD_TENCENT_IM_ADMIN_IDENTIFIER", fake.admin)
+    monkeypatch.setenv("HERALD_TENCENT_IM_SECRET_KEY", fake.secret_key)
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def confirm_stack(aws: LocalStack, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch) -> LocalStack:
+    """The test env names queue URLs of real AWS; point them at the queues mock_aws created."""
+    monkeypatch.setenv("HERALD_IM_PUSH_QUEUE_URL", aws.resolve({"Ref": "ImPushQueue"}))
+    monkeypatch.setenv("HERALD_IM_PUSH_DLQ_URL", aws.resolve({"Ref": "ImPushDeadLetters"}))
+    clear_herald_caches()
+    return aws
+
+
+@pytest.fixture
+def pipeline(confirm_stack: LocalStack) -> ConfirmPipeline:
+    return ConfirmPipeline(confirm_stack)
 
 
 @pytest.fixture

@@ -45,3 +45,22 @@ def test_stream_partial_batch_response_checkpoints_at_the_earliest_failure(
     response: Any, checkpoint: str | None
 ) -> None:
     assert failed_sequence(response, SEQ) == checkpoint
+
+
+def test_stream_records_are_shaped_as_lambda_sends_them_even_from_dynamodb_local() -> None:
+    from herald_dev.stream_source import stream_record
+
+    raw = {
+        "eventName": "INSERT",
+        "awsRegion": "ddblocal",
+        "dynamodb": {
+            "Keys": {"pk": {"S": "a"}},
+            "NewImage": {"pk": {"S": "a"}, "m": {}, "n": {"M": {"inner": {}}}, "l": {"L": [{}]}, "b": {"B": b"\x01"}},
+            "SequenceNumber": "1",
+        },
+    }
+    shaped = stream_record(raw, "arn:stream", "eu-west-1")
+    assert shaped["eventSourceARN"] == "arn:stream" and shaped["awsRegion"] == "eu-west-1"
+    image = shaped["dynamodb"]["NewImage"]
+    assert image["m"] == {"M": {}} and image["n"] == {"M": {"inner": {"M": {}}}} and image["l"] == {"L": [{"M": {}}]}
+    assert image["b"] == {"B": "AQ=="}

@@ -1,0 +1,163 @@
+"""Crash windows, leases and expiry: whatever stops half-way is repaired from the owner's fact, with no
+second business effect and exactly one update push."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from herald.auth.models import Principal
+from herald.confirms.models import Action
+from herald.confirms.role_invitation import RoleInvitationBusiness
+from herald.confirms.wiring import confirms
+from herald_dev.fakes.tencent_im import FakeTencentIm
+from tests.conftest import clear_herald_caches
+from tests.functional.test_confirms_flow import TARGET, accept, created, grants, invitation_item, stored_confirms
+from tests.support.aws import load_function
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.pipeline import ConfirmPipeline
+from tests.support.tokens import make_token
+
+LEASE_MS = 1500
+
+
+class SimulatedCrash(BaseException):
+    """The process dies here: nothing after this line runs, no handler catches it."""
+
+
+@pytest.fixture
+def api(pipeline: ConfirmPipeline, monkeypatch: pytest.MonkeyPatch) -> TestClient:
+    from herald.api.app import create_app
+
+    monkeypatch.setenv("HERALD_CONFIRM_LEASE_MS", str(LEASE_MS))
+    clear_herald_caches()
+    return TestClient(create_app())
+
+
+def crash_before_owner(original: Callable[..., Any]) -> Callable[..., Any]:
+    def act(self: RoleInvitationBusiness, *args: Any) -> Any:
+        raise SimulatedCrash
+
+    return act
+
+
+def crash_after_owner(original: Callable[..., Any]) -> Callable[..., Any]:
+    def act(self: RoleInvitationBusiness, *args: Any) -> Any:
+        original(self, *args)
+        raise SimulatedCrash
+
+    return act
+
+
+def run_janitor() -> None:
+    load_function("confirms_janitor").handler({"source": "aws.events"}, FakeLambdaContext())
+
+
+def next_request(api: TestClient, confirm_id: str) -> None:
+    response = accept(api, confirm_id, command="retry-after-crash")
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("window", [crash_before_owner, crash_after_owner], ids=["after-claim", "after-owner"])
+@pytest.mark.parametrize("repair", ["next-request", "janitor"])
+def test_a_crash_in_either_window_is_repaired_to_one_consistent_outcome(
+    api: TestClient,
+    pipeline: ConfirmPipeline,
+    fake_im: FakeTencentIm,
+    monkeypatch: pytest.MonkeyPatch,
+    window: Callable[[Callable[..., Any]], Callable[..., Any]],
+    repair: str,
+) -> None:
+    invitation, confirm_id = created(api, pipeline, fake_im)
+    with monkeypatch.context() as patch:
+        patch.setattr(RoleInvitationBusiness, "act", window(RoleInvitationBusiness.act))
+        with pytest.raises(SimulatedCrash):
+            confirms().act(Principal(TARGET, "lalu"), confirm_id, Action.ACCEPT, "first-click")
+    assert stored_confirms()[0]["status"]["S"] == "processing"
+    early = accept(api, confirm_id, command="impatient")
+    assert early.status_code == 409 and early.json()["data"]["reason"] == "processing"  # the lease still holds
+    time.sleep(LEASE_MS / 1000 + 0.05)
+    if repair == "janitor":
+        run_janitor()
+    else:
+        next_request(api, confirm_id)
+    (confirm,) = stored_confirms()
+    assert confirm["status"]["S"] == "accepted" and confirm["processed_action"]["S"] == "accept"
+    assert "due_at_ms" not in confirm  # closed: the janitor will not look at it again
+    owner = invitation_item(invitation["invitation_id"])
+    assert owner["status"]["S"] == "accepted" and owner["version"]["N"] == "2"  # exactly one owner transition
+    assert len(grants()) == 1
+    pipeline.drain()
+    updates = [m["data"]["status"] for m in fake_im.messages if m["data"]["type"] == "im_confirm_update"]
+    assert updates == ["accepted"]
+    assert accept(api, confirm_id, command="later").json()["data"]["status"] == "accepted"
+
+
+def test_expired_confirm_refuses_action_and_expires_its_invitation(
+    pipeline: ConfirmPipeline, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from herald.api.app import create_app
+
+    monkeypatch.setenv("HERALD_CONFIRM_TTL_SECONDS", "1")
+    clear_herald_caches()
+    api = TestClient(create_app())
+    invitation, confirm_id = created(api, pipeline, fake_im)
+    time.sleep(1.1)
+    refused = accept(api, confirm_id)
+    assert refused.status_code == 409 and refused.json()["data"]["reason"] == "expired"
+    assert stored_confirms()[0]["status"]["S"] == "expired"
+    assert invitation_item(invitation["invitation_id"])["status"]["S"] == "expired"
+    assert grants() == []
+    pipeline.drain()
+    assert [m["data"]["status"] for m in fake_im.messages] == ["pending", "expired"]
+
+
+def test_janitor_expires_confirms_nobody_touched(
+    pipeline: ConfirmPipeline, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from herald.api.app import create_app
+
+    monkeypatch.setenv("HERALD_CONFIRM_TTL_SECONDS", "1")
+    clear_herald_caches()
+    api = TestClient(create_app())
+    invitation, _ = created(api, pipeline, fake_im)
+    run_janitor()
+    assert stored_confirms()[0]["status"]["S"] == "pending"  # not yet due
+    time.sleep(1.1)
+    run_janitor()
+    assert stored_confirms()[0]["status"]["S"] == "expired"
+    assert invitation_item(invitation["invitation_id"])["status"]["S"] == "expired"
+
+
+def test_a_crash_after_tencent_accepted_a_push_retries_with_the_same_msg_random(
+    api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one window SQS and the delivery record cannot close: Tencent got the message, the sender died
+    before recording it. The retry carries the same MsgRandom, which Tencent uses to drop duplicates."""
+    from herald.confirms.dynamo import DynamoDeliveryStore
+
+    original = DynamoDeliveryStore.sent
+    calls: list[int] = []
+
+    def sent_then_crash(self: DynamoDeliveryStore, *args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("crashed before recording the send")
+        original(self, *args)
+
+    monkeypatch.setattr(DynamoDeliveryStore, "sent", sent_then_crash)
+    created_invitation = api.post(
+        "/api/v1/role-invitations",
+        json={"invitation_type": "bd", "target_user_id": TARGET},
+        headers={"Authorization": f"Bearer {make_token('10001')}"},
+    )
+    assert created_invitation.status_code == 200
+    pipeline.drain()
+    time.sleep(2.2)
+    pipeline.drain()
+    randoms = {m["msg_random"] for m in fake_im.messages}
+    assert len(fake_im.messages) == 2 and len(randoms) == 1

@@ -1,0 +1,116 @@
+"""Tencent IM: UserSig by the TLS v2 algorithm, the sendmsg request shape, and error classification."""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Iterator
+
+import pytest
+import TLSSigAPIv2
+
+from herald.providers.tencent_im import (
+    CustomMessage,
+    TencentImClient,
+    TencentImError,
+    _url_b64decode,
+    user_sig,
+    verify_user_sig,
+)
+from herald_dev.fakes.tencent_im import FakeTencentIm
+
+
+def _decode(sig: str) -> dict[str, object]:
+    return json.loads(zlib.decompress(_url_b64decode(sig)))  # type: ignore[no-any-return]
+
+
+def test_user_sig_matches_the_reference_implementation() -> None:
+    reference = TLSSigAPIv2.TLSSigAPIv2(1400000001, "secret-key").gen_sig("administrator", 86400)
+    ours = user_sig(1400000001, "secret-key", "administrator", 86400, issued_at=int(_decode(reference)["TLS.time"]))  # type: ignore[arg-type]
+    assert _decode(ours) == _decode(reference)
+
+
+def test_reference_signatures_verify_and_tampered_ones_do_not() -> None:
+    reference = TLSSigAPIv2.TLSSigAPIv2(1400000001, "secret-key").gen_sig("administrator", 86400)
+    assert verify_user_sig(reference, 1400000001, "secret-key", "administrator") is None
+    assert verify_user_sig(reference, 1400000001, "other-key", "administrator") == "usersig signature mismatch"
+    assert verify_user_sig(reference, 1400000001, "secret-key", "someone") is not None
+    old = user_sig(1400000001, "secret-key", "administrator", 60, issued_at=int(time.time()) - 120)
+    assert verify_user_sig(old, 1400000001, "secret-key", "administrator") == "usersig expired"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeTencentIm]:
+    server = FakeTencentIm().start()
+    yield server
+    server.stop()
+
+
+def _client(fake: FakeTencentIm, key: str | None = None) -> TencentImClient:
+    return TencentImClient(fake.url, fake.sdk_app_id, fake.admin, lambda: key or fake.secret_key)
+
+
+MESSAGE = CustomMessage("10001", "10002", 42, {"type": "im_confirm"}, "im_confirm", "im_confirm")
+
+
+def test_send_passes_the_fakes_checks_and_is_recorded(fake: FakeTencentIm) -> None:
+    result = _client(fake).send(MESSAGE)
+    (recorded,) = fake.messages
+    assert recorded["msg_key"] == result.msg_key
+    assert (recorded["from"], recorded["to"], recorded["msg_random"], recorded["data"]) == (
+        "10001",
+        "10002",
+        42,
+        {"type": "im_confirm"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("fault", "retryable"),
+    [
+        ({"status": 500}, True),
+        ({"status": 503}, True),
+        ({"status": 429}, True),
+        ({"status": 403}, False),
+        ({"error_code": 20005}, True),
+        ({"error_code": 90992}, True),
+        ({"error_code": 20003}, False),
+        ({"error_code": 20007}, False),
+        ({"error_code": 80001}, False),
+    ],
+)
+def test_failures_are_classified_retryable_or_permanent(
+    fake: FakeTencentIm, fault: dict[str, int], retryable: bool
+) -> None:
+    fake.queue_faults(fault)
+    with pytest.raises(TencentImError) as error:
+        _client(fake).send(MESSAGE)
+    assert error.value.retryable is retryable
+    assert fake.messages == []
+
+
+def test_a_wrong_secret_is_a_permanent_signature_error(fake: FakeTencentIm) -> None:
+    with pytest.raises(TencentImError) as error:
+        _client(fake, key="wrong").send(MESSAGE)
+    assert (error.value.error_code, error.value.retryable) == (70003, False)
+
+
+def test_an_unreachable_server_is_retryable() -> None:
+    client = TencentImClient("http://127.0.0.1:9", 1, "admin", lambda: "k", timeout_s=0.5)
+    with pytest.raises(TencentImError) as error:
+        client.send(MESSAGE)
+    assert error.value.retryable
+
+
+def test_the_admin_user_sig_is_reused_across_sends(fake: FakeTencentIm) -> None:
+    calls: list[int] = []
+
+    def key() -> str:
+        calls.append(1)
+        return fake.secret_key
+
+    client = TencentImClient(fake.url, fake.sdk_app_id, fake.admin, key)
+    for _ in range(3):
+        client.send(MESSAGE)
+    assert len(calls) == 1 and len(fake.messages) == 3
