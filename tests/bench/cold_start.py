@@ -62,8 +62,7 @@ def _sample(code: str, args: list[str], env: dict[str, str]) -> tuple[float, int
     return float(elapsed), int(rss_kb)
 
 
-def _measure(code: str, args: list[str], env: dict[str, str], samples: int) -> tuple[float, int]:
-    runs = [_sample(code, args, env) for _ in range(samples)]
+def _summary(runs: list[tuple[float, int]]) -> tuple[float, int]:
     return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
 
 
@@ -85,13 +84,17 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=7)
     args = parser.parse_args()
     env = _environment()
-    baseline, baseline_rss = _measure(BASELINE, [], env, args.samples)
     stack = LocalStack.from_file(REPO / "template.yaml", stack_name="bench")
+    functions = {lid: stack.function_properties(lid) for lid in stack.of_type("AWS::Serverless::Function")}
+    samples: dict[str, list[tuple[float, int]]] = {name: [] for name in ["baseline", *functions]}
+    for _ in range(args.samples):  # interleaved, so drift in machine load hits every target alike
+        samples["baseline"].append(_sample(BASELINE, [], env))
+        for logical_id, props in functions.items():
+            samples[logical_id].append(_sample(FUNCTION, [str(REPO / str(props["CodeUri"]) / "app.py")], env))
+    baseline, baseline_rss = _summary(samples["baseline"])
     rows = []
-    for logical_id in stack.of_type("AWS::Serverless::Function"):
-        props = stack.function_properties(logical_id)
-        path = REPO / str(props["CodeUri"]) / "app.py"
-        elapsed, rss = _measure(FUNCTION, [str(path)], env, args.samples)
+    for logical_id, props in functions.items():
+        elapsed, rss = _summary(samples[logical_id])
         kind = _kind(props)
         rows.append((logical_id, kind, elapsed, elapsed / baseline, TARGET[kind], rss))
     print(f"baseline: import boto3 + boto3.client('dynamodb') = {baseline * 1000:.0f} ms", end="")

@@ -78,7 +78,11 @@ class DynamoDBLocal:
                 return False
             return True
 
-        _wait(up, 60, "DynamoDB Local", self.log_path)
+        try:
+            _wait(up, 60, "DynamoDB Local", self.log_path)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
@@ -155,7 +159,12 @@ class LocalCloudProcess:
                 raise RuntimeError(f"local cloud exited early:\n{self.log_path.read_text()[-4000:]}")
             return self.state_file.exists()
 
-        _wait(ready, timeout, "local cloud", self.log_path)
+        try:
+            _wait(ready, timeout, "local cloud", self.log_path)
+        except BaseException:
+            self._process.kill()
+            self._process.wait()
+            raise
         return self
 
     @property
