@@ -97,14 +97,20 @@ def test_a_crash_in_either_window_is_repaired_to_one_consistent_outcome(
     assert accept(api, confirm_id, command="later").json()["data"]["status"] == "accepted"
 
 
-def test_expired_confirm_refuses_action_and_expires_its_invitation(
-    pipeline: ConfirmPipeline, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def short_lived_api(pipeline: ConfirmPipeline, monkeypatch: pytest.MonkeyPatch) -> TestClient:
+    """Confirms (and their invitations) that expire after one second."""
     from herald.api.app import create_app
 
     monkeypatch.setenv("HERALD_CONFIRM_TTL_SECONDS", "1")
     clear_herald_caches()
-    api = TestClient(create_app())
+    return TestClient(create_app())
+
+
+def test_expired_confirm_refuses_action_and_expires_its_invitation(
+    short_lived_api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
+) -> None:
+    api = short_lived_api
     invitation, confirm_id = created(api, pipeline, fake_im)
     time.sleep(1.1)
     refused = accept(api, confirm_id)
@@ -117,14 +123,9 @@ def test_expired_confirm_refuses_action_and_expires_its_invitation(
 
 
 def test_janitor_expires_confirms_nobody_touched(
-    pipeline: ConfirmPipeline, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch
+    short_lived_api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
 ) -> None:
-    from herald.api.app import create_app
-
-    monkeypatch.setenv("HERALD_CONFIRM_TTL_SECONDS", "1")
-    clear_herald_caches()
-    api = TestClient(create_app())
-    invitation, _ = created(api, pipeline, fake_im)
+    invitation, _ = created(short_lived_api, pipeline, fake_im)
     run_janitor()
     assert stored_confirms()[0]["status"]["S"] == "pending"  # not yet due
     time.sleep(1.1)

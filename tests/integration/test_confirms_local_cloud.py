@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -18,20 +17,9 @@ from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from tests.support.local_cloud import LocalCloudProcess
 from tests.support.tokens import make_token
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
-T = TypeVar("T")
-
-
-def eventually(check: Callable[[], T], timeout: float = 30) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return check()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def new_user() -> str:

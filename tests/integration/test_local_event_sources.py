@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.local_cloud import REPO, LocalCloudProcess
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 FIXTURE = REPO / "tests" / "integration" / "fixtures" / "pollers" / "template.yaml"
@@ -41,17 +41,6 @@ def _entries(sink: Path, kind: str) -> list[dict[str, Any]]:
     return [entry for line in sink.read_text().splitlines() if (entry := json.loads(line))["kind"] == kind]
 
 
-def _eventually(check: Any, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return check()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 def test_table_write_reaches_the_stream_handler_in_the_lambda_event_shape(
     poller_cloud: LocalCloudProcess, sink: Path
 ) -> None:
@@ -73,7 +62,7 @@ def test_table_write_reaches_the_stream_handler_in_the_lambda_event_shape(
         assert len(records) >= 2
         return records
 
-    insert, modify = _eventually(delivered)[:2]
+    insert, modify = eventually(delivered)[:2]
     assert insert["eventName"] == "INSERT" and modify["eventName"] == "MODIFY"
     assert insert["eventSource"] == "aws:dynamodb" and insert["eventSourceARN"] == stream_arn
     assert insert["awsRegion"] == "us-east-1" and insert["eventID"]
@@ -103,7 +92,7 @@ def test_failing_stream_record_is_retried_then_sent_to_the_on_failure_destinatio
         assert messages
         return json.loads(messages[0]["Body"])  # type: ignore[no-any-return]
 
-    failure = _eventually(given_up)
+    failure = eventually(given_up)
     assert failure["requestContext"]["condition"] == "RetryAttemptsExhausted"
     assert failure["DDBStreamBatchInfo"]["streamArn"] == poller_cloud.resource("ItemsTable", "StreamArn")
     attempts = [e for e in _entries(sink, "stream") if e["record"]["dynamodb"]["Keys"]["pk"]["S"] == "poison-1"]
@@ -113,7 +102,7 @@ def test_failing_stream_record_is_retried_then_sent_to_the_on_failure_destinatio
         keys = [e["record"]["dynamodb"]["Keys"]["pk"]["S"] for e in _entries(sink, "stream") if e["outcome"] == "ok"]
         assert "after-poison" in keys
 
-    _eventually(later_record_delivered)
+    eventually(later_record_delivered)
 
 
 def test_fifo_failure_retries_only_that_record_keeps_group_order_and_dead_letters_after_max_receives(
@@ -143,7 +132,7 @@ def test_fifo_failure_retries_only_that_record_keeps_group_order_and_dead_letter
         assert len([e for e in entries if e["id"] == "c1"]) == 3
         return entries
 
-    entries = _eventually(all_settled)
+    entries = eventually(all_settled)
     ok = [e["id"] for e in entries if e["outcome"] == "ok"]
     by_group = {g: [i for i in ok if i[0] == g.lower()] for g in "ABC"}
     assert by_group == {"A": ["a1", "a2", "a3"], "B": ["b1", "b2", "b3"], "C": []}
@@ -163,11 +152,11 @@ def test_fifo_failure_retries_only_that_record_keeps_group_order_and_dead_letter
         dead = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
         assert [json.loads(m["Body"])["id"] for m in dead] == ["c1"]
 
-    _eventually(dead_lettered)
+    eventually(dead_lettered)
     # Once the poison message left, its group is not blocked: a later message of C runs.
     sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps({"id": "c2"}), MessageGroupId="C")
 
     def c2_ran() -> None:
         assert [e["outcome"] for e in _entries(sink, "sqs") if e["id"] == "c2"] == ["ok"]
 
-    _eventually(c2_ran)
+    eventually(c2_ran)

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from herald import aws
 from herald.auth.models import ServiceKeyRecord, ServiceRecord
-from herald.dynamo import from_item, to_item
+from herald.dynamo import to_item
+from herald.dynamo_table import DynamoTable
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 
-class DynamoServiceKeyStore:
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
-        self._table = table_name
-        self._client = client
-
-    @property
-    def _ddb(self) -> DynamoDBClient:
-        return self._client or aws.dynamodb()
-
+class DynamoServiceKeyStore(DynamoTable):
     def get_key(self, key_id: str) -> ServiceKeyRecord | None:
-        item = self._get(f"KEY#{key_id}")
+        item = self._get_pk(f"KEY#{key_id}")
         if item is None:
             return None
         return ServiceKeyRecord(
@@ -34,7 +26,7 @@ class DynamoServiceKeyStore:
         )
 
     def get_service(self, service_id: str) -> ServiceRecord | None:
-        item = self._get(f"SERVICE#{service_id}")
+        item = self._get_pk(f"SERVICE#{service_id}")
         if item is None:
             return None
         return ServiceRecord(
@@ -71,8 +63,3 @@ class DynamoServiceKeyStore:
             ),
             ConditionExpression="attribute_not_exists(pk)",
         )
-
-    def _get(self, pk: str) -> dict[str, Any] | None:
-        response = self._ddb.get_item(TableName=self._table, Key={"pk": {"S": pk}}, ConsistentRead=True)
-        item = response.get("Item")
-        return from_item(item) if item else None

@@ -16,16 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from herald import aws
 from herald.confirms.delivery import Delivery
 from herald.confirms.models import Confirm, ConfirmStatus
 from herald.confirms.service import StaleConfirm
 from herald.dynamo import from_item, is_conditional_check_failed, to_attr, to_item
+from herald.dynamo_table import DynamoTable
 from herald.errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
-
     from herald.providers.tencent_im import SendResult
 
 ITEM_TYPE = "confirm"
@@ -127,15 +125,7 @@ def confirm_from_item(item: dict[str, Any]) -> Confirm:
     )
 
 
-class DynamoConfirmStore:
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
-        self._table = table_name
-        self._client = client
-
-    @property
-    def _ddb(self) -> DynamoDBClient:
-        return self._client or aws.dynamodb()
-
+class DynamoConfirmStore(DynamoTable):
     def pair_key(self, app_code: str, user_a: str, user_b: str) -> str:
         return pair_key(app_code, user_a, user_b)
 
@@ -176,7 +166,7 @@ class DynamoConfirmStore:
         return confirm
 
     def get(self, app_code: str, confirm_id: str) -> Confirm | None:
-        item = self._get_raw(confirm_key(app_code, confirm_id))
+        item = self._get_pk(confirm_key(app_code, confirm_id))
         return confirm_from_item(item) if item and item.get("item_type") == ITEM_TYPE else None
 
     def get_many(self, app_code: str, confirm_ids: list[str]) -> list[Confirm]:
@@ -195,7 +185,7 @@ class DynamoConfirmStore:
         return found
 
     def by_source(self, app_code: str, source_name: str, source_event_id: str) -> Confirm | None:
-        source = self._get_raw(source_key(app_code, source_name, source_event_id))
+        source = self._get_pk(source_key(app_code, source_name, source_event_id))
         return self.get(app_code, source["confirm_id"]) if source else None
 
     def transition(self, current: Confirm, new: Confirm) -> Confirm:
@@ -249,11 +239,6 @@ class DynamoConfirmStore:
             confirms.extend(confirm_from_item(from_item(raw)) for raw in response.get("Items", []))
         return confirms[:limit]
 
-    def _get_raw(self, pk: str) -> dict[str, Any] | None:
-        response = self._ddb.get_item(TableName=self._table, Key={"pk": {"S": pk}}, ConsistentRead=True)
-        item = response.get("Item")
-        return from_item(item) if item else None
-
 
 def _delivery_from_item(item: dict[str, Any]) -> Delivery:
     app_code, _, confirm_id = item["pk"].partition("#")
@@ -271,16 +256,8 @@ def _delivery_from_item(item: dict[str, Any]) -> Delivery:
     )
 
 
-class DynamoDeliveryStore:
+class DynamoDeliveryStore(DynamoTable):
     """Deliveries table: `pk = <app>#<confirm_id>`, `sk` = the push (`im_confirm`, `im_confirm_update:<status>`)."""
-
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
-        self._table = table_name
-        self._client = client
-
-    @property
-    def _ddb(self) -> DynamoDBClient:
-        return self._client or aws.dynamodb()
 
     def _key(self, app_code: str, confirm_id: str, key: str) -> dict[str, Any]:
         return {"pk": {"S": f"{app_code}#{confirm_id}"}, "sk": {"S": key}}
@@ -303,10 +280,10 @@ class DynamoDeliveryStore:
         except ClientError as exc:
             if not is_conditional_check_failed(exc):
                 raise
-        item = self._ddb.get_item(TableName=self._table, Key=self._key(app_code, confirm_id, key), ConsistentRead=True)[
-            "Item"
-        ]
-        return _delivery_from_item(from_item(item))
+        item = self._get_item(self._key(app_code, confirm_id, key))
+        if item is None:  # it existed a moment ago, and deliveries are never deleted
+            raise RuntimeError(f"delivery {app_code}#{confirm_id}/{key} vanished")
+        return _delivery_from_item(item)
 
     def sent(self, delivery: Delivery, result: SendResult, now: int) -> None:
         self._ddb.update_item(

@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from herald import aws
-from herald.dynamo import from_item, to_attr, to_item
+from herald.dynamo import to_attr, to_item
+from herald.dynamo_table import DynamoTable
 from herald.invitations.models import Invitation, InvitationStatus, InvitationType
 from herald.invitations.service import DuplicatePending, StaleInvitation
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 ITEM_TYPE = "invitation"
@@ -60,15 +59,7 @@ def _cancelled_on(exc: ClientError, index: int) -> bool:
     return len(reasons) > index and reasons[index].get("Code") == "ConditionalCheckFailed"
 
 
-class DynamoInvitationStore:
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
-        self._table = table_name
-        self._client = client
-
-    @property
-    def _ddb(self) -> DynamoDBClient:
-        return self._client or aws.dynamodb()
-
+class DynamoInvitationStore(DynamoTable):
     def create(self, invitation: Invitation) -> None:
         item = to_item(
             {
@@ -122,7 +113,7 @@ class DynamoInvitationStore:
             except ClientError as exc:
                 if not _cancelled_on(exc, 1):
                     raise
-            holder = self._get_raw(lock_key)
+            holder = self._get_pk(lock_key)
             holder_id = holder["invitation_id"] if holder else None
             held = self.get(invitation.app_code, holder_id) if holder_id else None
             live = (
@@ -138,7 +129,7 @@ class DynamoInvitationStore:
         raise DuplicatePending(invitation.invitation_id)
 
     def get(self, app_code: str, invitation_id: str) -> Invitation | None:
-        item = self._get_raw(invitation_key(app_code, invitation_id))
+        item = self._get_pk(invitation_key(app_code, invitation_id))
         return invitation_from_item(item) if item and item.get("item_type") == ITEM_TYPE else None
 
     def transition(self, current: Invitation, new_status: InvitationStatus, now: int, reason: str = "") -> Invitation:
@@ -218,8 +209,3 @@ class DynamoInvitationStore:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
-
-    def _get_raw(self, pk: str) -> dict[str, Any] | None:
-        response = self._ddb.get_item(TableName=self._table, Key={"pk": {"S": pk}}, ConsistentRead=True)
-        item = response.get("Item")
-        return from_item(item) if item else None

@@ -8,11 +8,11 @@ from botocore.exceptions import ClientError
 
 from herald import aws
 from herald.dynamo import from_item, to_item
+from herald.dynamo_table import DynamoTable
 from herald.realtime.models import Connection
 
 if TYPE_CHECKING:
     from mypy_boto3_apigatewaymanagementapi import ApiGatewayManagementApiClient
-    from mypy_boto3_dynamodb import DynamoDBClient
 
 BY_USER_INDEX = "by_user"
 
@@ -21,15 +21,7 @@ def _user_key(app_code: str, user_id: str) -> str:
     return f"{app_code}#{user_id}"
 
 
-class DynamoConnectionRegistry:
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
-        self._table = table_name
-        self._client = client
-
-    @property
-    def _ddb(self) -> DynamoDBClient:
-        return self._client or aws.dynamodb()
-
+class DynamoConnectionRegistry(DynamoTable):
     def add(self, connection: Connection) -> None:
         self._ddb.put_item(
             TableName=self._table,
