@@ -22,6 +22,7 @@ TEST_ENV = {
     "HERALD_INVITATIONS_TABLE": "test-InvitationsTable",
     "HERALD_CONFIRMS_TABLE": "test-ConfirmsTable",
     "HERALD_DELIVERIES_TABLE": "test-DeliveriesTable",
+    "HERALD_INBOX_TABLE": "test-InboxTable",
     "HERALD_IM_PUSH_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-ImPushQueue.fifo",
     "HERALD_IM_PUSH_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-ImPushDeadLetters.fifo",
     "POWERTOOLS_TRACE_DISABLED": "true",

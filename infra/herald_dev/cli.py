@@ -58,6 +58,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         environment=_parse_pairs(args.env),
         state_file=Path(args.state_file) if args.state_file else None,
         tencent_im_port=args.tencent_im_port,
+        ttl_sweep_seconds=args.ttl_sweep_seconds,
     )
     LocalCloud(config).run()
     return 0
@@ -144,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra function environment")
     local.add_argument(
         "--tencent-im-port", type=int, default=_int_env("HERALD_TENCENT_IM_PORT", 8090), help="fake Tencent IM (0: any)"
+    )
+    local.add_argument(
+        "--ttl-sweep-seconds",
+        type=float,
+        default=float(os.environ.get("HERALD_TTL_SWEEP_SECONDS", "10")),
+        help="TTL check period",
     )
     local.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
     local.set_defaults(run=cmd_local)

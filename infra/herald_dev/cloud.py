@@ -32,6 +32,7 @@ from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
 from herald_dev.template import LocalStack, TemplateError
+from herald_dev.ttl_sweeper import TtlSweeper
 from herald_dev.websocket_gateway import WebSocketGateway
 
 log = logging.getLogger("local-cloud")
@@ -71,6 +72,7 @@ class LocalCloudConfig:
     state_file: Path | None = None
     sqs_wait_seconds: int = 1
     tencent_im_port: int = 8090
+    ttl_sweep_seconds: float = 10.0
 
 
 class LocalCloud:
@@ -209,6 +211,16 @@ class LocalCloud:
                     )
                     self.sources.append(ScheduleEventSource(function, f"{logical_id}-{event_name}", interval))
 
+    def _wire_ttl(self) -> None:
+        dynamodb = self.client("dynamodb")
+        for logical_id, resource in self.stack.of_type("AWS::DynamoDB::Table").items():
+            ttl = self.stack.resolve(resource.get("Properties", {}).get("TimeToLiveSpecification", {}))
+            if not ttl.get("Enabled"):
+                continue
+            keys = [k["AttributeName"] for k in self.stack.resolve(resource["Properties"]["KeySchema"])]
+            table = self.stack.physical_name(logical_id)
+            self.sources.append(TtlSweeper(dynamodb, table, keys, ttl["AttributeName"], self.config.ttl_sweep_seconds))
+
     def _http_function(self) -> LocalFunction | None:
         for function in self.functions.values():
             if any(e.get("Type") == "HttpApi" for e in function.properties.get("Events", {}).values()):
@@ -247,6 +259,7 @@ class LocalCloud:
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
         self._load_functions()
         self._wire_sources()
+        self._wire_ttl()
 
     def _write_state(self) -> None:
         if self.config.state_file is None:

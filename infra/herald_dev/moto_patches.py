@@ -10,6 +10,10 @@ Herald's guarantees are tested through the local cloud, so its SQS must keep FIF
   next message of its group be delivered.
 
 Standard queues keep moto's behaviour.
+
+moto's DynamoDB backend is not thread-safe (concurrent writes can fail with "dictionary changed size during
+iteration"); DynamoDB requests are served one at a time, so concurrency tests see DynamoDB's semantics
+rather than moto's races.
 """
 
 from __future__ import annotations
@@ -55,11 +59,27 @@ def _fifo_receive(queue: Any, count: int, visibility_timeout: int, attribute_nam
     return result
 
 
+_dynamodb_lock = threading.RLock()
+
+
+def _serialize_dynamodb() -> None:
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with _dynamodb_lock:
+            return original(self)
+
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
 def install() -> None:
-    """Patch moto's SQS backend in this process (the embedded server runs here)."""
+    """Patch moto's SQS and DynamoDB backends in this process (the embedded server or mock_aws runs here)."""
     global _installed  # noqa: PLW0603 - one patch per process
     if _installed:
         return
+    _serialize_dynamodb()
     original = sqs_models.SQSBackend.receive_message
 
     def receive_message(

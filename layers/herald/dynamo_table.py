@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import random
+import time
 from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
 
 from herald import aws
 from herald.dynamo import from_item
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+_CONFLICT_RETRIES = 8
+
+
+def _conflicted(exc: ClientError) -> bool:
+    """Cancelled only because another transaction held one of the items (worth retrying as it is)."""
+    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+    return "TransactionConflict" in reasons and not {"ConditionalCheckFailed"} & set(reasons)
 
 
 class DynamoTable:
@@ -24,6 +37,18 @@ class DynamoTable:
         """A strongly consistent read, as plain values (None when absent)."""
         item = self._ddb.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
         return from_item(item) if item else None
+
+    def _transact(self, items: list[TransactWriteItemTypeDef]) -> None:
+        """TransactWriteItems, retried (jittered) while it only lost a race for an item with another one;
+        a failed condition is raised to the caller as TransactionCanceledException."""
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                self._ddb.transact_write_items(TransactItems=items)
+                return
+            except ClientError as exc:
+                if not _conflicted(exc) or attempt == _CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311 - jitter, not secrecy
 
     def _get_pk(self, pk: str) -> dict[str, Any] | None:
         return self._get_item({"pk": {"S": pk}})

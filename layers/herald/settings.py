@@ -39,6 +39,7 @@ class Settings:
     deliveries_table: str
     im_push_queue_url: str
     im_push_dlq_url: str
+    inbox_table: str
 
     stage: str = "local"
     default_app_code: str = "lalu"

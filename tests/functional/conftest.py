@@ -10,6 +10,7 @@ from herald.api.app import create_app
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from herald.settings import get_settings
+from herald_dev import moto_patches
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from herald_dev.template import LocalStack
 from tests.conftest import clear_herald_caches
@@ -19,6 +20,7 @@ from tests.support.pipeline import ConfirmPipeline
 
 @pytest.fixture
 def aws() -> Iterator[LocalStack]:
+    moto_patches.install()
     with mock_aws():
         yield create_stack()
 
@@ -51,6 +53,18 @@ def pipeline(confirm_stack: LocalStack) -> ConfirmPipeline:
 @pytest.fixture
 def client(aws: LocalStack) -> TestClient:
     return TestClient(create_app())
+
+
+@pytest.fixture
+def api(aws: LocalStack) -> TestClient:
+    return TestClient(create_app())
+
+
+@pytest.fixture
+def producer(service_keys: ServiceKeys) -> dict[str, str]:
+    """A producer service's credentials (capability /internal/v1/inbox)."""
+    key, _ = service_keys.create_key("engine", ["/internal/v1/inbox"])
+    return {"Authorization": f"Bearer {key}"}
 
 
 @pytest.fixture

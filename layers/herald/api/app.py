@@ -13,6 +13,7 @@ from herald.api import health, identity
 from herald.api.envelope import error_response
 from herald.confirms import routes as confirm_routes
 from herald.errors import HeraldError
+from herald.inbox import routes as inbox_routes
 from herald.invitations import routes as invitation_routes
 from herald.observability import logger
 
@@ -80,4 +81,6 @@ def create_app() -> FastAPI:
     app.include_router(invitation_routes.router)
     app.include_router(confirm_routes.router)
     app.include_router(confirm_routes.internal_router)
+    app.include_router(inbox_routes.router)
+    app.include_router(inbox_routes.producer_router)
     return app

@@ -132,8 +132,8 @@ class DynamoConfirmStore(DynamoTable):
     def create(self, confirm: Confirm) -> Confirm:
         source = source_key(confirm.app_code, confirm.source_name, confirm.source_event_id)
         try:
-            self._ddb.transact_write_items(
-                TransactItems=[
+            self._transact(
+                [
                     {
                         "Put": {
                             "TableName": self._table,

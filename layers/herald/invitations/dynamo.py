@@ -97,8 +97,8 @@ class DynamoInvitationStore(DynamoTable):
                 }
             }
             try:
-                self._ddb.transact_write_items(
-                    TransactItems=[
+                self._transact(
+                    [
                         {
                             "Put": {
                                 "TableName": self._table,
@@ -157,7 +157,7 @@ class DynamoInvitationStore(DynamoTable):
         if new_status is InvitationStatus.ACCEPTED:
             items.append(self._grant(current, now))
         try:
-            self._ddb.transact_write_items(TransactItems=items)
+            self._transact(items)
         except ClientError as exc:
             if _cancelled_on(exc, 0):
                 raise StaleInvitation(current.invitation_id) from exc

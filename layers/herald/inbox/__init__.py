@@ -1,0 +1,1 @@
+"""Inbox: a per-user notification center with an exact unread count pushed over WebSocket."""

@@ -1,0 +1,153 @@
+"""Inbox routes (CONTRACTS §2): producers with service keys, app users with JWTs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from herald.api.envelope import Envelope, ok
+from herald.api.security import CurrentPrincipal, CurrentService
+from herald.auth.models import Principal
+from herald.inbox.models import Kind, view
+from herald.inbox.service import MAX_PAGE, Incoming
+from herald.inbox.wiring import inbox
+
+producer_router = APIRouter(prefix="/internal/v1/inbox", tags=["inbox producers"])
+router = APIRouter(prefix="/api/v1/inbox", tags=["inbox"])
+
+APP_CODE = r"^[a-z0-9_-]{1,32}$"
+
+
+class NotificationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app_code: str = Field(default="lalu", pattern=APP_CODE)
+    user_id: str | None = Field(default=None, max_length=20)
+    kind: Kind
+    session_id: str = Field(min_length=1, max_length=128)
+    tail: str = Field(min_length=1, max_length=128)
+    title: str = Field(min_length=1, max_length=256)
+    content: str = Field(default="", max_length=4000)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    session_type: str = Field(
+        default="NORMAL", max_length=32, description="the session's type (SUBAGENT, SIDE_TASK, ...)"
+    )
+    channel: str = Field(default="", max_length=32, description="weixin / feishu for bot-channel sessions")
+    phase: str = Field(default="", max_length=32, description="for TASK_*: COMPLETED, FAILED or CANCELLED")
+
+
+class ResolveIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app_code: str = Field(default="lalu", pattern=APP_CODE)
+    user_id: str = Field(min_length=1, max_length=20)
+    kind: Kind
+    session_id: str = Field(min_length=1, max_length=128)
+    tail: str = Field(min_length=1, max_length=128)
+
+
+class RecordedOut(BaseModel):
+    notification_id: str
+    created: bool
+    skipped: str | None = None
+
+
+class ResolvedOut(BaseModel):
+    resolved: bool
+
+
+class NotificationOut(BaseModel):
+    notification_id: str
+    kind: str
+    title: str
+    content: str
+    session_id: str
+    payload: dict[str, Any]
+    is_read: bool
+    read_at_ms: int
+    created_at_ms: int
+
+
+class NotificationPage(BaseModel):
+    items: list[NotificationOut]
+    next_page_token: str
+    unread_count: int
+
+
+class UnreadCount(BaseModel):
+    unread_count: int
+
+
+class Preferences(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_completed: bool | None = None
+    question_pending: bool | None = None
+    approval_pending: bool | None = None
+    subagent_done: bool | None = None
+
+
+@producer_router.post("/notifications", response_model=Envelope[RecordedOut])
+def record(request: Request, body: NotificationIn, caller: CurrentService) -> Envelope[RecordedOut]:
+    result = inbox().record(Incoming(**body.model_dump()))
+    return ok(
+        request, RecordedOut(notification_id=result.notification_id, created=result.created, skipped=result.skipped)
+    )
+
+
+@producer_router.post("/notifications/resolve", response_model=Envelope[ResolvedOut])
+def resolve(request: Request, body: ResolveIn, caller: CurrentService) -> Envelope[ResolvedOut]:
+    resolved = inbox().resolve(body.app_code, body.user_id, body.kind, body.session_id, body.tail)
+    return ok(request, ResolvedOut(resolved=resolved))
+
+
+def _count(principal: Principal) -> int:
+    return inbox().unread_count(principal.app_code, principal.user_id)
+
+
+@router.get("/notifications", response_model=Envelope[NotificationPage])
+def list_notifications(
+    request: Request,
+    principal: CurrentPrincipal,
+    unread_only: bool = False,
+    page_size: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
+    page_token: Annotated[str, Query(max_length=1024)] = "",
+) -> Envelope[NotificationPage]:
+    items, token = inbox().page(principal, unread_only, page_size, page_token)
+    page = NotificationPage(
+        items=[NotificationOut(**view(n)) for n in items], next_page_token=token, unread_count=_count(principal)
+    )
+    return ok(request, page)
+
+
+@router.get("/unread-count", response_model=Envelope[UnreadCount])
+def unread_count(request: Request, principal: CurrentPrincipal) -> Envelope[UnreadCount]:
+    return ok(request, UnreadCount(unread_count=_count(principal)))
+
+
+@router.post("/notifications/read-all", response_model=Envelope[UnreadCount])
+def read_all(request: Request, principal: CurrentPrincipal) -> Envelope[UnreadCount]:
+    return ok(request, UnreadCount(unread_count=inbox().read_all(principal)))
+
+
+@router.post("/notifications/{notification_id}/read", response_model=Envelope[UnreadCount])
+def read(request: Request, notification_id: str, principal: CurrentPrincipal) -> Envelope[UnreadCount]:
+    return ok(request, UnreadCount(unread_count=inbox().read(principal, notification_id)))
+
+
+@router.delete("/notifications/{notification_id}", response_model=Envelope[UnreadCount])
+def delete(request: Request, notification_id: str, principal: CurrentPrincipal) -> Envelope[UnreadCount]:
+    return ok(request, UnreadCount(unread_count=inbox().delete(principal, notification_id)))
+
+
+@router.get("/preferences", response_model=Envelope[Preferences])
+def get_preferences(request: Request, principal: CurrentPrincipal) -> Envelope[Preferences]:
+    return ok(request, Preferences(**inbox().preferences(principal)))
+
+
+@router.put("/preferences", response_model=Envelope[Preferences])
+def put_preferences(request: Request, body: Preferences, principal: CurrentPrincipal) -> Envelope[Preferences]:
+    changes = {name: value for name, value in body.model_dump().items() if value is not None}
+    return ok(request, Preferences(**inbox().set_preferences(principal, changes)))

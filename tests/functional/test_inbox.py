@@ -1,0 +1,240 @@
+"""Inbox in process on moto: idempotent writes, exclusions, preferences, an exact unread count."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import boto3
+import pytest
+from fastapi.testclient import TestClient
+
+from herald.inbox.models import Kind, dedup_key
+from herald.inbox.wiring import inbox
+from herald.settings import get_settings
+from herald_dev.template import LocalStack
+from tests.support.tokens import make_token
+
+USER, OTHER = "10002", "10003"
+
+
+def _user(user: str = USER, app: str = "lalu") -> dict[str, str]:
+    return {"Authorization": f"Bearer {make_token(user, app)}"}
+
+
+def notify(api: TestClient, producer: dict[str, str], **fields: Any) -> dict[str, Any]:
+    body = {
+        "app_code": "lalu",
+        "user_id": USER,
+        "kind": "QUESTION_PENDING",
+        "session_id": "s1",
+        "tail": "r1",
+        "title": "A question is waiting",
+        "content": "Which branch?",
+        "payload": {"request_id": "r1"},
+        **fields,
+    }
+    response = api.post("/internal/v1/inbox/notifications", json=body, headers=producer)
+    assert response.status_code == 200, response.text
+    return response.json()["data"]  # type: ignore[no-any-return]
+
+
+def count(api: TestClient, user: str = USER) -> int:
+    return int(api.get("/api/v1/inbox/unread-count", headers=_user(user)).json()["data"]["unread_count"])
+
+
+def items(api: TestClient, user: str = USER, **params: Any) -> list[dict[str, Any]]:
+    return api.get("/api/v1/inbox/notifications", params=params, headers=_user(user)).json()["data"]["items"]  # type: ignore[no-any-return]
+
+
+def test_same_dedup_key_twice_is_one_item_and_a_repeat_after_read_changes_nothing(
+    api: TestClient, producer: dict[str, str]
+) -> None:
+    first = notify(api, producer)
+    again = notify(api, producer, title="changed")
+    assert first["created"] is True and again == {
+        "notification_id": first["notification_id"],
+        "created": False,
+        "skipped": None,
+    }
+    (item,) = items(api)
+    api.post(f"/api/v1/inbox/notifications/{item['notification_id']}/read", headers=_user())
+    notify(api, producer, title="changed again")
+    (after,) = items(api)
+    assert (
+        after["is_read"] is True and after["created_at_ms"] == item["created_at_ms"] and after["title"] == item["title"]
+    )
+    assert count(api) == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"kind": "TASK_COMPLETED", "phase": "CANCELLED"}, "cancelled"),
+        ({"kind": "TASK_COMPLETED", "session_type": "SUBAGENT"}, "session_type"),
+        ({"kind": "TASK_FAILED", "session_type": "SIDE_TASK"}, "session_type"),
+        ({"kind": "TASK_COMPLETED", "channel": "weixin"}, "bot_channel"),
+        ({"kind": "QUESTION_PENDING", "channel": "feishu"}, "bot_channel"),
+        ({"user_id": None}, "unknown_user"),
+        ({"kind": "SUBAGENT_DONE", "payload": {"status": "FAILED"}}, "preference"),  # off by default
+    ],
+)
+def test_excluded_events_are_skipped_and_store_nothing(
+    api: TestClient, producer: dict[str, str], fields: dict[str, Any], reason: str
+) -> None:
+    result = notify(api, producer, **fields)
+    assert result == {"notification_id": "", "created": False, "skipped": reason}
+    assert items(api) == [] and count(api) == 0
+
+
+def test_subagent_session_still_gets_its_subagent_done_and_scheduled_source_passes_through(
+    api: TestClient, producer: dict[str, str]
+) -> None:
+    api.put("/api/v1/inbox/preferences", json={"subagent_done": True}, headers=_user())
+    notify(api, producer, kind="SUBAGENT_DONE", session_type="SUBAGENT", payload={"status": "CANCELLED"}, tail="e1")
+    notify(api, producer, kind="TASK_COMPLETED", phase="COMPLETED", payload={"source": "SCHEDULED"}, tail="e2")
+    payloads = [i["payload"] for i in items(api)]
+    assert payloads == [{"source": "SCHEDULED"}, {"status": "CANCELLED"}]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"kind": "NOPE"},
+        {"kind": "SUBAGENT_DONE", "payload": {"status": "DONE"}},
+        {"kind": "TASK_COMPLETED", "phase": "FAILED"},
+        {"user_id": "alice"},
+        {"session_id": "has space"},
+        {"unexpected": 1},
+    ],
+)
+def test_bad_producer_input_is_400_and_stores_nothing(
+    api: TestClient, producer: dict[str, str], fields: dict[str, Any]
+) -> None:
+    api.put("/api/v1/inbox/preferences", json={"subagent_done": True}, headers=_user())
+    body = {"user_id": USER, "kind": "QUESTION_PENDING", "session_id": "s", "tail": "t", "title": "x", **fields}
+    assert api.post("/internal/v1/inbox/notifications", json=body, headers=producer).status_code == 400
+    assert items(api) == []
+
+
+def test_disabled_kind_is_skipped_and_task_completed_covers_failures(api: TestClient, producer: dict[str, str]) -> None:
+    assert api.get("/api/v1/inbox/preferences", headers=_user()).json()["data"] == {
+        "task_completed": True,
+        "question_pending": True,
+        "approval_pending": True,
+        "subagent_done": False,
+    }
+    api.put("/api/v1/inbox/preferences", json={"task_completed": False}, headers=_user())
+    assert notify(api, producer, kind="TASK_FAILED", tail="e9")["skipped"] == "preference"
+    api.put("/api/v1/inbox/preferences", json={"task_completed": True}, headers=_user())
+    assert notify(api, producer, kind="TASK_FAILED", tail="e9")["created"] is True
+    assert api.put("/api/v1/inbox/preferences", json={"nonsense": True}, headers=_user()).status_code == 400
+
+
+def test_resolve_marks_read_is_idempotent_and_unknown_is_a_no_op(api: TestClient, producer: dict[str, str]) -> None:
+    notify(api, producer, kind="APPROVAL_PENDING", tail="req-7")
+    body = {"app_code": "lalu", "user_id": USER, "kind": "APPROVAL_PENDING", "session_id": "s1", "tail": "req-7"}
+    assert api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=producer).json()["data"] == {
+        "resolved": True
+    }
+    assert api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=producer).json()["data"] == {
+        "resolved": False
+    }
+    unknown = {**body, "tail": "never-seen"}
+    response = api.post("/internal/v1/inbox/notifications/resolve", json=unknown, headers=producer)
+    assert response.status_code == 200 and response.json()["data"] == {"resolved": False}
+    assert count(api) == 0 and items(api)[0]["is_read"] is True
+
+
+def test_the_writer_and_resolve_share_one_dedup_key(aws: LocalStack) -> None:
+    assert dedup_key("1", Kind.QUESTION_PENDING, "s", "t") == "1:QUESTION_PENDING:s:t"
+    stored = boto3.client("dynamodb").scan(TableName=get_settings().inbox_table)["Items"]
+    assert stored == []
+
+
+def test_other_users_and_tenants_cannot_read_mark_or_delete(api: TestClient, producer: dict[str, str]) -> None:
+    notification_id = notify(api, producer)["notification_id"]
+    for headers in (_user(OTHER), _user(USER, "other")):
+        assert api.post(f"/api/v1/inbox/notifications/{notification_id}/read", headers=headers).status_code == 404
+        assert api.delete(f"/api/v1/inbox/notifications/{notification_id}", headers=headers).status_code == 404
+        assert api.get("/api/v1/inbox/notifications", headers=headers).json()["data"]["items"] == []
+    assert count(api) == 1
+    assert api.post("/api/v1/inbox/notifications/ntf_bad/read", headers=_user()).status_code == 400
+    assert api.post("/internal/v1/inbox/notifications", json={}, headers=_user()).status_code == 401
+
+
+def test_delete_of_an_unread_item_lowers_the_count_once(api: TestClient, producer: dict[str, str]) -> None:
+    first = notify(api, producer, tail="a")["notification_id"]
+    notify(api, producer, tail="b")
+    assert api.delete(f"/api/v1/inbox/notifications/{first}", headers=_user()).json()["data"] == {"unread_count": 1}
+    assert api.delete(f"/api/v1/inbox/notifications/{first}", headers=_user()).status_code == 404
+    assert count(api) == 1 and len(items(api)) == 1
+
+
+def test_mark_all_read_racing_fifty_inserts_leaves_the_true_count(
+    api: TestClient, producer: dict[str, str], aws: LocalStack
+) -> None:
+    for i in range(30):
+        notify(api, producer, tail=f"before-{i}", payload={"batch": "before"})
+    service = inbox()
+
+    failures: list[BaseException] = []
+
+    def insert(i: int) -> None:
+        try:
+            notify(api, producer, tail=f"during-{i}", payload={"batch": "during"})
+        except BaseException as exc:  # surfaced below: a thread's assertion would vanish
+            failures.append(exc)
+
+    threads = [threading.Thread(target=insert, args=(i,)) for i in range(50)]
+    for thread in threads:
+        thread.start()
+    read_all = api.post("/api/v1/inbox/notifications/read-all", headers=_user())
+    assert read_all.status_code == 200, read_all.text
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    everything = []
+    token = ""
+    while True:
+        page = api.get(
+            "/api/v1/inbox/notifications", params={"page_size": 100, "page_token": token}, headers=_user()
+        ).json()["data"]
+        everything.extend(page["items"])
+        token = page["next_page_token"]
+        if not token:
+            break
+    truly_unread = sum(1 for i in everything if not i["is_read"])
+    assert len(everything) == 80
+    assert count(api) == truly_unread == service.unread_count("lalu", USER)
+    assert all(i["is_read"] for i in everything if i["payload"]["batch"] == "before")  # existed when it began
+
+
+def test_pages_are_newest_first_without_duplicates_or_gaps_while_items_arrive(
+    api: TestClient, producer: dict[str, str]
+) -> None:
+    for i in range(7):
+        notify(api, producer, tail=f"old-{i}")
+    seen: list[str] = []
+    token = ""
+    for round_ in range(10):
+        page = api.get(
+            "/api/v1/inbox/notifications", params={"page_size": 2, "page_token": token}, headers=_user()
+        ).json()["data"]
+        seen.extend(i["notification_id"] for i in page["items"])
+        notify(api, producer, tail=f"new-{round_}")  # arrives while paging: newer than every cursor
+        token = page["next_page_token"]
+        if not token:
+            break
+    assert len(seen) == len(set(seen)) == 7
+    assert seen == sorted(seen, reverse=True)
+    other = api.get("/api/v1/inbox/notifications", params={"page_token": token or "e30"}, headers=_user(OTHER))
+    assert other.status_code in (200, 400)
+
+
+def test_unread_only_lists_only_unread(api: TestClient, producer: dict[str, str]) -> None:
+    first = notify(api, producer, tail="x")["notification_id"]
+    notify(api, producer, tail="y")
+    api.post(f"/api/v1/inbox/notifications/{first}/read", headers=_user())
+    unread = items(api, unread_only="true")
+    assert [i["is_read"] for i in unread] == [False] and len(items(api)) == 2

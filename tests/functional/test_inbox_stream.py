@@ -1,0 +1,116 @@
+"""The inbox stream worker: count pushes in version order, TTL removals leave the count once, and
+retention hides old items before TTL removes them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from fastapi.testclient import TestClient
+
+from herald.auth.models import Principal
+from herald.clock import now_ms
+from herald.inbox.dynamo import DynamoInboxStore
+from herald.inbox.models import RETENTION_MS, Kind, Notification, dedup_key
+from herald.inbox.service import new_notification_id
+from herald.realtime.service import Realtime
+from herald.settings import get_settings
+from herald_dev.template import LocalStack
+from tests.functional.test_inbox import USER, _user, count, items, notify
+from tests.support.aws import load_function
+from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.pipeline import StreamTap
+
+
+@pytest.fixture
+def pushes(aws: LocalStack, monkeypatch: pytest.MonkeyPatch) -> InMemoryPusher:
+    registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
+    realtime = Realtime(registry, pusher, ttl_seconds=60)
+    realtime.connect("mine-1", Principal(USER, "lalu"))
+    realtime.connect("mine-2", Principal(USER, "lalu"))
+    realtime.connect("theirs", Principal("10003", "lalu"))
+    monkeypatch.setattr("herald.inbox.handlers.realtime", lambda: realtime)
+    return pusher
+
+
+@pytest.fixture
+def outbox(aws: LocalStack) -> Any:
+    tap = StreamTap(aws.get_att("InboxTable", "StreamArn"))
+    handler = load_function("inbox_outbox").handler
+
+    def pump() -> list[dict[str, Any]]:
+        records = tap.read()
+        if records:
+            handler({"Records": records}, FakeLambdaContext())
+        return records
+
+    return pump
+
+
+def _messages(pusher: InMemoryPusher, connection: str) -> list[dict[str, Any]]:
+    return [json.loads(data) for cid, data in pusher.sent if cid == connection]
+
+
+def test_every_count_change_reaches_each_connection_of_the_user_in_version_order(
+    api: TestClient, producer: dict[str, str], pushes: InMemoryPusher, outbox: Any
+) -> None:
+    first = notify(api, producer, tail="a")["notification_id"]
+    notify(api, producer, tail="b")
+    api.post(f"/api/v1/inbox/notifications/{first}/read", headers=_user())
+    outbox()
+    for connection in ("mine-1", "mine-2"):
+        messages = _messages(pushes, connection)
+        # The batch is handled after all three writes: each record pushes the committed state, so every
+        # push says version 3 with its count; order never goes backwards.
+        assert [m["version"] for m in messages] == sorted(m["version"] for m in messages)
+        assert messages[-1]["version"] == 3 and messages[-1]["unreadCount"] == 1
+        assert all(m["type"] == "inbox_updated" for m in messages)
+    assert _messages(pushes, "theirs") == []
+
+
+def test_a_redelivered_batch_pushes_nothing_new_and_never_double_counts(
+    api: TestClient, producer: dict[str, str], pushes: InMemoryPusher, outbox: Any, aws: LocalStack
+) -> None:
+    notification_id = notify(api, producer)["notification_id"]
+    outbox()
+    table = get_settings().inbox_table
+    key = {"pk": {"S": f"U#lalu#{USER}"}, "sk": {"S": f"N#{notification_id}"}}
+    boto3.client("dynamodb").delete_item(TableName=table, Key=key)  # as TTL does: no one counts it down
+    records = outbox()
+    assert count(api) == 0
+    load_function("inbox_outbox").handler({"Records": records}, FakeLambdaContext())  # Lambda retries the batch
+    assert count(api) == 0
+    outbox()
+    store = DynamoInboxStore(get_settings().inbox_table)
+    assert store.counter("lalu", USER) == (0, 2)  # one decrement, however often the record came
+    pushed = [(m["version"], m["unreadCount"]) for m in _messages(pushes, "mine-1")]
+    assert pushed[0] == (1, 1) and pushed[-1] == (2, 0)
+    assert [v for v, _ in pushed] == sorted(v for v, _ in pushed)  # a repeat, never a version out of order
+
+
+def test_items_past_retention_are_hidden_from_list_and_count_before_ttl_removes_them(
+    api: TestClient, producer: dict[str, str], aws: LocalStack
+) -> None:
+    store = DynamoInboxStore(get_settings().inbox_table)
+    created = now_ms() - RETENTION_MS - 60_000
+    store.insert(
+        Notification(
+            app_code="lalu",
+            user_id=USER,
+            notification_id=new_notification_id(created),
+            kind=Kind.QUESTION_PENDING,
+            title="old",
+            content="",
+            session_id="s-old",
+            dedup_key=dedup_key(USER, Kind.QUESTION_PENDING, "s-old", "t"),
+            created_at_ms=created,
+        )
+    )
+    notify(api, producer, tail="fresh")
+    assert [i["title"] for i in items(api)] == ["A question is waiting"]
+    assert count(api) == 1
+    old_id = new_notification_id(created)
+    assert api.post(f"/api/v1/inbox/notifications/{old_id}/read", headers=_user()).status_code in (404,)

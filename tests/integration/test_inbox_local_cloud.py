@@ -1,0 +1,141 @@
+"""The inbox through the local cloud: real WebSocket clients get each count change in version order;
+TTL removal of an unread item lowers the count."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+
+from herald.auth.dynamo import DynamoServiceKeyStore
+from herald.auth.service_keys import ServiceKeys
+from herald.clock import now_ms
+from herald.inbox.dynamo import DynamoInboxStore
+from herald.inbox.models import RETENTION_MS, Kind, Notification, dedup_key
+from herald.inbox.service import new_notification_id
+from tests.support.local_cloud import LocalCloudProcess
+from tests.support.tokens import make_token
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+
+def new_user() -> str:
+    return str(30_000_000 + secrets.randbelow(10**9))
+
+
+def producer_headers(cloud: LocalCloudProcess) -> dict[str, str]:
+    store = DynamoServiceKeyStore(cloud.resource("ServiceKeysTable"), cloud.client("dynamodb"))
+    key, _ = ServiceKeys(store).create_key("engine", ["/internal/v1/inbox"])
+    return {"Authorization": f"Bearer {key}"}
+
+
+def notify(cloud: LocalCloudProcess, headers: dict[str, str], user: str, tail: str) -> dict[str, Any]:
+    body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "s1", "tail": tail, "title": "Question"}
+    response = httpx.post(f"{cloud.http_url}/internal/v1/inbox/notifications", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()["data"]  # type: ignore[no-any-return]
+
+
+def unread(cloud: LocalCloudProcess, user: str) -> int:
+    response = httpx.get(
+        f"{cloud.http_url}/api/v1/inbox/unread-count", headers={"Authorization": f"Bearer {make_token(user)}"}
+    )
+    return int(response.json()["data"]["unread_count"])
+
+
+async def _collect(url: str, into: list[dict[str, Any]], ready: asyncio.Event, stop: asyncio.Event) -> None:
+    async with websockets.connect(url) as ws:
+        ready.set()
+        while not stop.is_set():
+            try:
+                into.append(json.loads(await asyncio.wait_for(ws.recv(), 0.2)))
+            except TimeoutError:
+                continue
+
+
+def test_two_connections_of_a_user_get_every_update_in_version_order_and_others_nothing(
+    cloud: LocalCloudProcess,
+) -> None:
+    me, someone_else = new_user(), new_user()
+    headers = producer_headers(cloud)
+    auth = {"Authorization": f"Bearer {make_token(me)}"}
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        first: list[dict[str, Any]] = []
+        second: list[dict[str, Any]] = []
+        other: list[dict[str, Any]] = []
+        stop = asyncio.Event()
+        readies = [asyncio.Event() for _ in range(3)]
+        tasks = [
+            asyncio.create_task(_collect(f"{cloud.ws_url}/?token={make_token(me)}", first, readies[0], stop)),
+            asyncio.create_task(_collect(f"{cloud.ws_url}/?token={make_token(me)}", second, readies[1], stop)),
+            asyncio.create_task(_collect(f"{cloud.ws_url}/?token={make_token(someone_else)}", other, readies[2], stop)),
+        ]
+        for ready in readies:
+            await asyncio.wait_for(ready.wait(), 10)
+        await asyncio.sleep(1.0)  # the connections' index entries settle
+        created = [await asyncio.to_thread(notify, cloud, headers, me, f"t{i}") for i in range(3)]
+        async with httpx.AsyncClient(base_url=cloud.http_url, headers=auth) as client:
+            await client.post(f"/api/v1/inbox/notifications/{created[0]['notification_id']}/read")
+            await client.post("/api/v1/inbox/notifications/read-all")
+
+        def settled() -> None:
+            for received in (first, second):
+                assert received and received[-1]["unreadCount"] == 0 and received[-1]["version"] == 5, received
+
+        await asyncio.to_thread(eventually, settled)
+        await asyncio.sleep(0.5)
+        stop.set()
+        await asyncio.gather(*tasks)
+        return first, second, other
+
+    first, second, other = asyncio.run(scenario())
+    for received in (first, second):
+        versions = [m["version"] for m in received]
+        assert versions == sorted(versions) and versions[-1] == 5
+        assert all(m["type"] == "inbox_updated" for m in received)
+        by_version = {m["version"]: m["unreadCount"] for m in received}
+        assert all(by_version.get(v, c) == c for v, c in {1: 1, 2: 2, 3: 3, 4: 2, 5: 0}.items() if v in by_version)
+    assert other == []
+
+
+def test_ttl_removal_of_an_unread_item_lowers_the_count(cloud: LocalCloudProcess) -> None:
+    me = new_user()
+    store = DynamoInboxStore(cloud.resource("InboxTable"), cloud.client("dynamodb"))
+    created = now_ms() - RETENTION_MS - 5_000
+    store.insert(
+        Notification(
+            app_code="lalu",
+            user_id=me,
+            notification_id=new_notification_id(created),
+            kind=Kind.APPROVAL_PENDING,
+            title="ancient",
+            content="",
+            session_id="s",
+            dedup_key=dedup_key(me, Kind.APPROVAL_PENDING, "s", "t"),
+            created_at_ms=created,
+        )
+    )
+    notify(cloud, producer_headers(cloud), me, "fresh")
+    listed = httpx.get(
+        f"{cloud.http_url}/api/v1/inbox/notifications", headers={"Authorization": f"Bearer {make_token(me)}"}
+    )
+    assert [i["title"] for i in listed.json()["data"]["items"]] == ["Question"]  # past retention: never listed
+
+    def removed_and_counted_down() -> None:
+        assert store.counter("lalu", me)[0] == 1  # the TTL removal took it off the counter
+
+    eventually(removed_and_counted_down)
+    assert unread(cloud, me) == 1
+    items = cloud.client("dynamodb").query(
+        TableName=cloud.resource("InboxTable"),
+        KeyConditionExpression="pk = :p AND begins_with(sk, :n)",
+        ExpressionAttributeValues={":p": {"S": f"U#lalu#{me}"}, ":n": {"S": "N#"}},
+    )["Items"]
+    assert [i["title"]["S"] for i in items] == ["Question"]  # the sweeper removed the expired one
