@@ -9,7 +9,7 @@ import boto3
 import pytest
 from fastapi.testclient import TestClient
 
-from herald.inbox.models import Kind, dedup_key
+from herald.inbox.models import dedup_key
 from herald.inbox.wiring import inbox
 from herald.settings import get_settings
 from herald_dev.template import LocalStack
@@ -146,10 +146,26 @@ def test_resolve_marks_read_is_idempotent_and_unknown_is_a_no_op(api: TestClient
     assert count(api) == 0 and items(api)[0]["is_read"] is True
 
 
-def test_the_writer_and_resolve_share_one_dedup_key(aws: LocalStack) -> None:
-    assert dedup_key("1", Kind.QUESTION_PENDING, "s", "t") == "1:QUESTION_PENDING:s:t"
-    stored = boto3.client("dynamodb").scan(TableName=get_settings().inbox_table)["Items"]
-    assert stored == []
+def test_the_writer_and_resolve_share_one_dedup_key(
+    api: TestClient, producer: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import herald.inbox.service as service_module
+
+    built: list[str] = []
+
+    def spy(*parts: Any) -> str:
+        built.append(dedup_key(*parts))
+        return built[-1]
+
+    monkeypatch.setattr(service_module, "dedup_key", spy)
+    notify(api, producer, kind="QUESTION_PENDING", session_id="s9", tail="q9")
+    body = {"user_id": USER, "kind": "QUESTION_PENDING", "session_id": "s9", "tail": "q9"}
+    assert api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=producer).json()["data"]["resolved"]
+    assert built == ["10002:QUESTION_PENDING:s9:q9"] * 2
+    stored = boto3.client("dynamodb").get_item(
+        TableName=get_settings().inbox_table, Key={"pk": {"S": "D#lalu#10002:QUESTION_PENDING:s9:q9"}, "sk": {"S": "D"}}
+    )
+    assert "Item" in stored
 
 
 def test_other_users_and_tenants_cannot_read_mark_or_delete(api: TestClient, producer: dict[str, str]) -> None:
