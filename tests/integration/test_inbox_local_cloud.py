@@ -37,7 +37,7 @@ def producer_headers(cloud: LocalCloudProcess) -> dict[str, str]:
 
 def notify(cloud: LocalCloudProcess, headers: dict[str, str], user: str, tail: str) -> dict[str, Any]:
     body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "s1", "tail": tail, "title": "Question"}
-    response = httpx.post(f"{cloud.http_url}/internal/v1/inbox/notifications", json=body, headers=headers)
+    response = httpx.post(f"{cloud.http_url}/internal/v1/inbox/notifications", json=body, headers=headers, timeout=60)
     assert response.status_code == 200, response.text
     return response.json()["data"]  # type: ignore[no-any-return]
 
@@ -139,3 +139,34 @@ def test_ttl_removal_of_an_unread_item_lowers_the_count(cloud: LocalCloudProcess
         ExpressionAttributeValues={":p": {"S": f"U#lalu#{me}"}, ":n": {"S": "N#"}},
     )["Items"]
     assert [i["title"]["S"] for i in items] == ["Question"]  # the sweeper removed the expired one
+
+
+def test_mark_all_read_racing_fifty_inserts_keeps_the_count_exact(cloud: LocalCloudProcess) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    me = new_user()
+    headers = producer_headers(cloud)
+    auth = {"Authorization": f"Bearer {make_token(me)}"}
+    for i in range(20):
+        notify(cloud, headers, me, f"before-{i}")
+    with ThreadPoolExecutor(max_workers=26) as pool:
+        inserts = [pool.submit(notify, cloud, headers, me, f"during-{i}") for i in range(50)]
+        read_all = pool.submit(
+            httpx.post, f"{cloud.http_url}/api/v1/inbox/notifications/read-all", headers=auth, timeout=60
+        )
+        # Every insert is stored once. (Under this load an engine call may time out and be retried by boto3;
+        # the retry then finds its own first write and answers created:false with the same id.)
+        assert len({f.result()["notification_id"] for f in inserts}) == 50
+        assert read_all.result().status_code == 200
+    listed: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        page = httpx.get(
+            f"{cloud.http_url}/api/v1/inbox/notifications", params={"page_size": 100, "page_token": token}, headers=auth
+        ).json()["data"]
+        listed.extend(page["items"])
+        token = page["next_page_token"]
+        if not token:
+            break
+    assert len(listed) == 70
+    assert unread(cloud, me) == sum(1 for item in listed if not item["is_read"])

@@ -115,6 +115,8 @@ class DynamoInvitationStore(DynamoTable):
                     raise
             holder = self._get_pk(lock_key)
             holder_id = holder["invitation_id"] if holder else None
+            if holder_id == invitation.invitation_id:
+                return  # our own first attempt went through (a retried call)
             held = self.get(invitation.app_code, holder_id) if holder_id else None
             live = (
                 held is not None
