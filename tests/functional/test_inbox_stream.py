@@ -11,16 +11,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from herald.auth.models import Principal
-from herald.clock import now_ms
 from herald.inbox.dynamo import DynamoInboxStore
-from herald.inbox.models import RETENTION_MS, Kind, Notification, dedup_key
-from herald.inbox.service import new_notification_id
 from herald.realtime.service import Realtime
 from herald.settings import get_settings
 from herald_dev.template import LocalStack
 from tests.functional.test_inbox import USER, _user, count, items, notify
 from tests.support.aws import load_function
 from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher
+from tests.support.inbox import insert_past_retention
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap
 
@@ -94,23 +92,8 @@ def test_a_redelivered_batch_pushes_nothing_new_and_never_double_counts(
 def test_items_past_retention_are_hidden_from_list_and_count_before_ttl_removes_them(
     api: TestClient, producer: dict[str, str], aws: LocalStack
 ) -> None:
-    store = DynamoInboxStore(get_settings().inbox_table)
-    created = now_ms() - RETENTION_MS - 60_000
-    store.insert(
-        Notification(
-            app_code="lalu",
-            user_id=USER,
-            notification_id=new_notification_id(created),
-            kind=Kind.QUESTION_PENDING,
-            title="old",
-            content="",
-            session_id="s-old",
-            dedup_key=dedup_key(USER, Kind.QUESTION_PENDING, "s-old", "t"),
-            created_at_ms=created,
-        )
-    )
+    old = insert_past_retention(DynamoInboxStore(get_settings().inbox_table), USER)
     notify(api, producer, tail="fresh")
     assert [i["title"] for i in items(api)] == ["A question is waiting"]
     assert count(api) == 1
-    old_id = new_notification_id(created)
-    assert api.post(f"/api/v1/inbox/notifications/{old_id}/read", headers=_user()).status_code in (404,)
+    assert api.post(f"/api/v1/inbox/notifications/{old.notification_id}/read", headers=_user()).status_code == 404

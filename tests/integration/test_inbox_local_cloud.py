@@ -14,10 +14,8 @@ import websockets
 
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
-from herald.clock import now_ms
 from herald.inbox.dynamo import DynamoInboxStore
-from herald.inbox.models import RETENTION_MS, Kind, Notification, dedup_key
-from herald.inbox.service import new_notification_id
+from tests.support.inbox import insert_past_retention
 from tests.support.local_cloud import LocalCloudProcess
 from tests.support.tokens import make_token
 from tests.support.waiting import eventually
@@ -108,20 +106,7 @@ def test_two_connections_of_a_user_get_every_update_in_version_order_and_others_
 def test_ttl_removal_of_an_unread_item_lowers_the_count(cloud: LocalCloudProcess) -> None:
     me = new_user()
     store = DynamoInboxStore(cloud.resource("InboxTable"), cloud.client("dynamodb"))
-    created = now_ms() - RETENTION_MS - 5_000
-    store.insert(
-        Notification(
-            app_code="lalu",
-            user_id=me,
-            notification_id=new_notification_id(created),
-            kind=Kind.APPROVAL_PENDING,
-            title="ancient",
-            content="",
-            session_id="s",
-            dedup_key=dedup_key(me, Kind.APPROVAL_PENDING, "s", "t"),
-            created_at_ms=created,
-        )
-    )
+    insert_past_retention(store, me, seconds_past=5)
     notify(cloud, producer_headers(cloud), me, "fresh")
     listed = httpx.get(
         f"{cloud.http_url}/api/v1/inbox/notifications", headers={"Authorization": f"Bearer {make_token(me)}"}
