@@ -126,3 +126,10 @@ def test_unexpected_error_is_a_500_envelope_without_details(aws: LocalStack) -> 
     assert response.status_code == 500
     assert response.json()["code"] == "INTERNAL"
     assert "secret internals" not in response.text
+
+
+def test_openapi_documents_the_error_envelope_and_never_422(client: TestClient) -> None:
+    spec = client.get("/api/v1/openapi.json").json()
+    responses = spec["paths"]["/api/v1/role-invitations"]["post"]["responses"]
+    assert "422" not in responses and {"400", "401", "404", "409"} <= set(responses)
+    assert responses["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorEnvelope")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from herald.api import health, identity
-from herald.api.envelope import error_response
+from herald.api.envelope import STATUS_BY_CODE, ErrorEnvelope, error_response
 from herald.confirms import routes as confirm_routes
 from herald.errors import HeraldError
 from herald.inbox import routes as inbox_routes
@@ -37,6 +38,24 @@ def _describe_validation(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
+def _document_400_not_422(app: FastAPI) -> None:
+    """FastAPI documents a 422 for every validated route; Herald answers those with 400 (CONTRACTS §0)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            schema.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
+            schema.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app() -> FastAPI:
     app = FastAPI(
         title="Herald",
@@ -44,6 +63,11 @@ def create_app() -> FastAPI:
         openapi_url="/api/v1/openapi.json",
         docs_url="/api/v1/docs",
         redoc_url=None,
+        # Every error any route can answer, documented once as the envelope (CONTRACTS §0).
+        responses={
+            STATUS_BY_CODE[code]: {"model": ErrorEnvelope, "description": code}
+            for code in ("INVALID_ARGUMENT", "UNAUTHORIZED", "PERMISSION_DENIED", "NOT_FOUND", "CONFLICT", "INTERNAL")
+        },
     )
 
     @app.middleware("http")
@@ -76,6 +100,7 @@ def create_app() -> FastAPI:
         logger.exception("unexpected error", path=request.url.path)
         return error_response(request, "INTERNAL", "internal error")
 
+    _document_400_not_422(app)
     app.include_router(health.router)
     app.include_router(identity.router)
     app.include_router(invitation_routes.router)
