@@ -77,3 +77,9 @@ def is_conditional_check_failed(exc: Exception) -> bool:
     """True for a failed ConditionExpression (a lost race, never a fault)."""
     response = getattr(exc, "response", None)
     return isinstance(response, dict) and response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def is_transaction_cancelled(exc: Exception) -> bool:
+    """True when a TransactWriteItems was cancelled (a failed condition, after conflict retries)."""
+    response = getattr(exc, "response", None)
+    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "TransactionCanceledException"

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from herald import aws
-from herald.dynamo import from_item
+from herald.dynamo import from_item, to_attr
+from herald.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -49,6 +50,22 @@ class DynamoTable:
                 if not _conflicted(exc) or attempt == _CONFLICT_RETRIES - 1:
                     raise
                 time.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311 - jitter, not secrecy
+
+    def _query_page(
+        self, params: dict[str, Any], cursor: dict[str, Any] | None
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """One page of a Query, as plain values, starting after `cursor` (a previous page's last key).
+        A cursor DynamoDB refuses (a tampered page token) is the caller's error, not a fault."""
+        if cursor:
+            params = {**params, "ExclusiveStartKey": {k: to_attr(v) for k, v in cursor.items()}}
+        try:
+            response = self._ddb.query(**params)
+        except ClientError as exc:
+            if cursor and exc.response.get("Error", {}).get("Code") == "ValidationException":
+                raise InvalidArgument("page_token is malformed") from exc
+            raise
+        last = response.get("LastEvaluatedKey")
+        return [from_item(raw) for raw in response.get("Items", [])], (from_item(last) if last else None)
 
     def _get_pk(self, pk: str) -> dict[str, Any] | None:
         return self._get_item({"pk": {"S": pk}})

@@ -19,9 +19,8 @@ from botocore.exceptions import ClientError
 from herald.confirms.delivery import Delivery
 from herald.confirms.models import Confirm, ConfirmStatus
 from herald.confirms.service import StaleConfirm
-from herald.dynamo import from_item, is_conditional_check_failed, to_attr, to_item
+from herald.dynamo import from_item, is_conditional_check_failed, is_transaction_cancelled, to_attr, to_item
 from herald.dynamo_table import DynamoTable
-from herald.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from herald.providers.tencent_im import SendResult
@@ -157,7 +156,7 @@ class DynamoConfirmStore(DynamoTable):
                 ]
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+            if not is_transaction_cancelled(exc):
                 raise
             existing = self.by_source(confirm.app_code, confirm.source_name, confirm.source_event_id)
             if existing is None:
@@ -214,17 +213,8 @@ class DynamoConfirmStore(DynamoTable):
             "ScanIndexForward": False,
             "Limit": limit,
         }
-        if cursor:
-            params["ExclusiveStartKey"] = {k: to_attr(v) for k, v in cursor.items()}
-        try:
-            response = self._ddb.query(**params)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ValidationException" and cursor:
-                raise InvalidArgument("page_token is malformed") from exc
-            raise
-        items = [confirm_from_item(from_item(raw)) for raw in response.get("Items", [])]
-        last = response.get("LastEvaluatedKey")
-        return items, (from_item(last) if last else None)
+        items, last = self._query_page(params, cursor)
+        return [confirm_from_item(item) for item in items], last
 
     def due(self, now: int, limit: int) -> list[Confirm]:
         confirms: list[Confirm] = []

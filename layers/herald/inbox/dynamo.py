@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from herald.dynamo import from_item, to_attr, to_item
+from herald.dynamo import from_item, is_transaction_cancelled, to_attr, to_item
 from herald.dynamo_table import DynamoTable
-from herald.errors import InvalidArgument
 from herald.inbox.models import DEFAULT_PREFERENCES, Kind, Notification
 
 if TYPE_CHECKING:
@@ -63,10 +62,6 @@ def notification_from_item(item: Mapping[str, Any]) -> Notification:
 
 def is_notification(item: Mapping[str, Any]) -> bool:
     return str(item.get("sk", "")).startswith("N#")
-
-
-def _cancelled(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "TransactionCanceledException"
 
 
 class DynamoInboxStore(DynamoTable):
@@ -141,7 +136,7 @@ class DynamoInboxStore(DynamoTable):
                 ]
             )
         except ClientError as exc:
-            if not _cancelled(exc):
+            if not is_transaction_cancelled(exc):
                 raise
             existing = self._get_item({"pk": dedup["pk"], "sk": {"S": "D"}})
             if existing is None:
@@ -172,7 +167,7 @@ class DynamoInboxStore(DynamoTable):
                 ]
             )
         except ClientError as exc:
-            if _cancelled(exc):
+            if is_transaction_cancelled(exc):
                 return False  # read (or removed) meanwhile: nothing to count
             raise
         return True
@@ -192,7 +187,7 @@ class DynamoInboxStore(DynamoTable):
                 )
                 marked += len(batch)
             except ClientError as exc:
-                if not _cancelled(exc):
+                if not is_transaction_cancelled(exc):
                     raise
                 # One of them changed under us (read, deleted): go one by one, each exact on its own.
                 marked += sum(self.mark_read(n, now) for n in batch)
@@ -234,7 +229,7 @@ class DynamoInboxStore(DynamoTable):
         try:
             self._transact(items)
         except ClientError as exc:
-            if not _cancelled(exc):
+            if not is_transaction_cancelled(exc):
                 raise
             current = self.get(notification.app_code, notification.user_id, notification.notification_id)
             return self.delete(current) if current is not None else False
@@ -266,7 +261,7 @@ class DynamoInboxStore(DynamoTable):
                 ]
             )
         except ClientError as exc:
-            if not _cancelled(exc):  # cancelled: a tombstone exists, it was counted already
+            if not is_transaction_cancelled(exc):  # cancelled: a tombstone exists, it was counted already
                 raise
 
     # ------------------------------------------------------------------ reads
@@ -319,17 +314,8 @@ class DynamoInboxStore(DynamoTable):
             params["IndexName"] = BY_UNREAD_INDEX
         else:
             params["ConsistentRead"] = True
-        if cursor:
-            params["ExclusiveStartKey"] = {k: to_attr(v) for k, v in cursor.items()}
-        try:
-            response = self._ddb.query(**params)
-        except ClientError as exc:
-            if cursor and exc.response.get("Error", {}).get("Code") == "ValidationException":
-                raise InvalidArgument("page_token is malformed") from exc
-            raise
-        items = [notification_from_item(from_item(raw)) for raw in response.get("Items", [])]
-        last = response.get("LastEvaluatedKey")
-        return items, (from_item(last) if last else None)
+        items, last = self._query_page(params, cursor)
+        return [notification_from_item(item) for item in items], last
 
     def preferences(self, app_code: str, user_id: str) -> dict[str, bool]:
         item = self._get_item({"pk": {"S": user_pk(app_code, user_id)}, "sk": {"S": PREFS}}) or {}
