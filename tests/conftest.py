@@ -25,6 +25,9 @@ TEST_ENV = {
     "HERALD_INBOX_TABLE": "test-InboxTable",
     "HERALD_IM_PUSH_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-ImPushQueue.fifo",
     "HERALD_IM_PUSH_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-ImPushDeadLetters.fifo",
+    "HERALD_EVENTS_TABLE": "test-ExternalEventsTable",
+    "HERALD_EVENTS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsQueue.fifo",
+    "HERALD_EVENTS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsDeadLetters.fifo",
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_NAMESPACE": "HeraldTest",
 }

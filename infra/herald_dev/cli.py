@@ -3,6 +3,8 @@
 herald local                 the whole stack on this machine (what `make dev` runs)
 herald token --user 10002    a dev JWT for the local cloud
 herald keys create ...       a service key (printed once) in the local or a deployed stack
+herald targets ...           where a service's external events may be delivered
+herald ops events ...        blocked services, UNKNOWN jobs, and their resolution
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         environment=_parse_pairs(args.env),
         state_file=Path(args.state_file) if args.state_file else None,
         tencent_im_port=args.tencent_im_port,
+        feishu_port=args.feishu_port,
         ttl_sweep_seconds=args.ttl_sweep_seconds,
     )
     LocalCloud(config).run()
@@ -74,12 +77,12 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
-def _service_keys_table(args: argparse.Namespace) -> tuple[str, Any]:
-    """The table and a DynamoDB client: from a deployed stack (--stack) or the running local cloud."""
+def _table(args: argparse.Namespace, logical_id: str) -> tuple[str, Any]:
+    """A table's name and a DynamoDB client: from a deployed stack (--stack) or the running local cloud."""
     if args.stack:
         session = boto3.Session(profile_name=args.profile, region_name=args.region)
         resource = session.client("cloudformation").describe_stack_resource(
-            StackName=args.stack, LogicalResourceId="ServiceKeysTable"
+            StackName=args.stack, LogicalResourceId=logical_id
         )
         return resource["StackResourceDetail"]["PhysicalResourceId"], session.client("dynamodb")
     state_path = Path(args.state_file)
@@ -96,26 +99,127 @@ def _service_keys_table(args: argparse.Namespace) -> tuple[str, Any]:
         aws_access_key_id="local",
         aws_secret_access_key="local",  # noqa: S106 - the local emulators accept any credentials
     )
-    return state["resources"]["ServiceKeysTable"]["Ref"], client
+    return state["resources"][logical_id]["Ref"], client
+
+
+def _service_keys(args: argparse.Namespace) -> Any:
+    from herald.auth.dynamo import DynamoServiceKeyStore
+    from herald.auth.service_keys import ServiceKeys
+
+    return ServiceKeys(DynamoServiceKeyStore(*_table(args, "ServiceKeysTable")))
+
+
+def _refused(exc: Any) -> int:
+    print(f"error: {exc.message}", file=sys.stderr)
+    return 2
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
-    from herald.auth.dynamo import DynamoServiceKeyStore
-    from herald.auth.service_keys import ServiceKeys
-    from herald.errors import InvalidArgument
+    from herald.errors import HeraldError
 
-    table, client = _service_keys_table(args)
     try:
-        key, record = ServiceKeys(DynamoServiceKeyStore(table, client)).create_key(args.service, args.cap)
-    except InvalidArgument as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 2
+        key, record = _service_keys(args).create_key(args.service, args.cap)
+        if args.target:
+            _service_keys(args).set_targets(args.service, args.target, [])
+    except HeraldError as exc:
+        return _refused(exc)
     print(key)
     print(
         f"# service={record.service_id} key_id={record.key_id} (shown once; only its hash is stored)",
         file=sys.stderr,
     )
     return 0
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    from herald.errors import HeraldError
+
+    try:
+        service = _service_keys(args).set_targets(args.service, args.add, args.remove)
+    except HeraldError as exc:
+        return _refused(exc)
+    print(json.dumps({"service_id": service.service_id, "allowed_targets": sorted(service.allowed_targets)}))
+    return 0
+
+
+def _event_operations(args: argparse.Namespace) -> Any:
+    from herald.events.dynamo import DynamoJobStore
+    from herald.events.service import DispatchPolicy, EventOperations
+
+    return EventOperations(DynamoJobStore(*_table(args, "ExternalEventsTable")), DispatchPolicy())
+
+
+def cmd_events_blocked(args: argparse.Namespace) -> int:
+    from herald.clock import now_ms
+    from herald.events.service import describe
+
+    now = now_ms()
+    for job, head in _event_operations(args).blocked():
+        if args.command_name == "unknown" and str(job.status) != "unknown":
+            continue
+        row = describe(job)
+        row["age_s"] = round((now - job.blocked_at_ms) / 1000, 1)
+        row["waiting_behind"] = max(0, head.next_seq - job.seq)
+        print(json.dumps(row, ensure_ascii=False))
+    return 0
+
+
+def cmd_events_resolve(args: argparse.Namespace) -> int:
+    from herald.errors import HeraldError
+    from herald.events.service import describe
+
+    operations = _event_operations(args)
+    try:
+        if args.sent:
+            job = operations.sent(args.job, args.sent, args.by, args.note)
+        elif args.requeue:
+            job = operations.requeue(args.job, args.by, args.note)
+        else:
+            job = operations.skip(args.job, args.by, args.note)
+    except HeraldError as exc:
+        return _refused(exc)
+    print(json.dumps(describe(job), ensure_ascii=False))
+    return 0
+
+
+def _stack_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stack", help="a deployed stack (default: the running local cloud)")
+    parser.add_argument("--profile")
+    parser.add_argument("--region")
+    parser.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+
+
+def _add_targets_parser(commands: Any) -> None:
+    targets = commands.add_parser("targets", help="where a service's external events may be delivered")
+    targets.add_argument("--service", required=True)
+    targets.add_argument("--add", action="append", default=[], metavar="TYPE:ID", help="e.g. chat_id:oc_xxx")
+    targets.add_argument("--remove", action="append", default=[], metavar="TYPE:ID")
+    _stack_options(targets)
+    targets.set_defaults(run=cmd_targets)
+
+
+def _add_ops_parsers(commands: Any) -> None:
+    ops = commands.add_parser("ops", help="operators' commands").add_subparsers(dest="area", required=True)
+    events = ops.add_parser("events", help="external events").add_subparsers(dest="command_name", required=True)
+    for name, text in (
+        ("blocked", "services stopped by a failed or UNKNOWN job: the job, why, age, how many wait behind it"),
+        ("unknown", "jobs whose side effect may or may not have happened (check Feishu, then resolve)"),
+    ):
+        listing = events.add_parser(name, help=text)
+        _stack_options(listing)
+        listing.set_defaults(run=cmd_events_blocked)
+    resolve = events.add_parser("resolve", help="resolve a blocked job (recorded with who and when)")
+    resolve.add_argument("job", help="SERVICE:SEQ, as the listings print it")
+    action = resolve.add_mutually_exclusive_group(required=True)
+    action.add_argument("--sent", metavar="MESSAGE_ID", help="it did arrive in Feishu: record this message id")
+    action.add_argument(
+        "--requeue", action="store_true", help="run it again (it did not arrive, or the cause is fixed)"
+    )
+    action.add_argument("--skip", action="store_true", help="give up on it; the service goes on")
+    resolve.add_argument("--by", default=os.environ.get("USER", "operator"), help="who resolves (recorded)")
+    resolve.add_argument("--note", default="", help="why (recorded)")
+    _stack_options(resolve)
+    resolve.set_defaults(run=cmd_events_resolve)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--tencent-im-port", type=int, default=_int_env("HERALD_TENCENT_IM_PORT", 8090), help="fake Tencent IM (0: any)"
     )
     local.add_argument(
+        "--feishu-port", type=int, default=_int_env("HERALD_FEISHU_PORT", 8091), help="fake Feishu (0: any)"
+    )
+    local.add_argument(
         "--ttl-sweep-seconds",
         type=float,
         default=float(os.environ.get("HERALD_TTL_SWEEP_SECONDS", "10")),
@@ -166,11 +273,14 @@ def build_parser() -> argparse.ArgumentParser:
     create = keys.add_parser("create", help="create a key for a service (printed once)")
     create.add_argument("--service", required=True)
     create.add_argument("--cap", action="append", required=True, help="route prefix, e.g. /events/external")
-    create.add_argument("--stack", help="a deployed stack (default: the running local cloud)")
-    create.add_argument("--profile")
-    create.add_argument("--region")
-    create.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    create.add_argument(
+        "--target", action="append", default=[], help="allowed external-event target, e.g. chat_id:oc_xxx"
+    )
+    _stack_options(create)
     create.set_defaults(run=cmd_keys_create)
+
+    _add_targets_parser(commands)
+    _add_ops_parsers(commands)
     return parser
 
 

@@ -72,6 +72,7 @@ class LocalCloudConfig:
     state_file: Path | None = None
     sqs_wait_seconds: int = 1
     tencent_im_port: int = 8090
+    feishu_port: int = 8091
     ttl_sweep_seconds: float = 10.0
 
 
@@ -254,8 +255,9 @@ class LocalCloud:
     # ------------------------------------------------------------------ run
     def prepare(self) -> None:
         self._start_aws()
-        self.fakes = start_fakes(self.config.tencent_im_port)
+        self.fakes = start_fakes(self.config.tencent_im_port, self.config.feishu_port)
         log.info("fake Tencent IM on %s (messages: %s/)", self.fakes.tencent_im.url, self.fakes.tencent_im.url)
+        log.info("fake Feishu on %s (cards: %s/)", self.fakes.feishu.url, self.fakes.feishu.url)
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
         self._load_functions()
         self._wire_sources()

@@ -83,3 +83,10 @@ def is_transaction_cancelled(exc: Exception) -> bool:
     """True when a TransactWriteItems was cancelled (a failed condition, after conflict retries)."""
     response = getattr(exc, "response", None)
     return isinstance(response, dict) and response.get("Error", {}).get("Code") == "TransactionCanceledException"
+
+
+def cancelled_on(exc: Exception, index: int) -> bool:
+    """True when a cancelled transaction failed the condition of its item at `index`."""
+    response = getattr(exc, "response", None)
+    reasons = response.get("CancellationReasons", []) if isinstance(response, dict) else []
+    return len(reasons) > index and reasons[index].get("Code") == "ConditionalCheckFailed"

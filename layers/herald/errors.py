@@ -1,17 +1,21 @@
 """The one error hierarchy of Herald's domain.
 
 Domain code raises these; the HTTP edge (herald.api.envelope) is the single place that maps a code to a
-status. A `reason` is a stable machine-readable word clients may branch on (returned as `data.reason`).
+status. A `reason` is a stable machine-readable word clients may branch on (returned as `data.reason`),
+with any `details` beside it in `data`.
 """
+
+from typing import Any
 
 
 class HeraldError(Exception):
     code = "INTERNAL"
 
-    def __init__(self, message: str, *, reason: str | None = None) -> None:
+    def __init__(self, message: str, *, reason: str | None = None, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.reason = reason
+        self.details = details or {}
 
 
 class InvalidArgument(HeraldError):

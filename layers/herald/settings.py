@@ -40,6 +40,9 @@ class Settings:
     im_push_queue_url: str
     im_push_dlq_url: str
     inbox_table: str
+    events_table: str
+    events_queue_url: str
+    events_dlq_url: str
 
     stage: str = "local"
     default_app_code: str = "lalu"
@@ -64,6 +67,18 @@ class Settings:
     tencent_im_admin_identifier: str = "administrator"
     tencent_im_secret_key: Secret | None = None
     tencent_im_secret_key_parameter: str | None = None
+
+    # External events (CONTRACTS §3) and Feishu. The app secret comes from SSM in AWS, or directly locally.
+    events_lease_ms: int = 60_000  # longer than the worker's Timeout, so a live worker never loses its claim
+    events_max_attempts: int = 5  # failures before the first external write, then the job fails (and blocks)
+    events_retry_base_ms: int = 2_000  # backoff doubles from here between those attempts
+    events_reserve_ms: int = 10_000  # no new side effect with less Lambda time left than this
+    events_retention_seconds: int = 7 * 86400  # completed jobs (the dedup window)
+    events_unknown_ttl_seconds: int = 0  # UNKNOWN and failed jobs; 0 keeps them until an operator handles them
+    feishu_base_url: str = "https://open.feishu.cn"
+    feishu_app_id: str = ""
+    feishu_app_secret: Secret | None = None
+    feishu_app_secret_parameter: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

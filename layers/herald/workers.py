@@ -3,12 +3,14 @@
 * Stream records arrive as plain dicts of their old and new images; a record whose handler raises is
   reported, so Lambda retries from it (handlers are idempotent).
 * FIFO queue records: a failure skips the rest of its message group in the batch (other groups go on),
-  and the failed messages are hidden for an exponential backoff before they come back. A record that can
-  never succeed raises `PermanentFailure`: it is moved to the dead-letter queue with its reason at once.
+  and the failed messages are hidden for an exponential backoff before they come back (or for exactly the
+  delay a handler asks for with `RetryLater`). A record that can never succeed raises `PermanentFailure`:
+  it is moved to the dead-letter queue with its reason at once.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +34,14 @@ StreamHandler = Callable[[dict[str, Any] | None, dict[str, Any] | None], None]
 
 class PermanentFailure(Exception):
     """This message can never be processed: dead-letter it now, with the reason."""
+
+
+class RetryLater(Exception):
+    """Not now: bring this message back after `delay_s` seconds (at least one)."""
+
+    def __init__(self, message: str, delay_s: float) -> None:
+        super().__init__(message)
+        self.delay_s = delay_s
 
 
 def process_stream(event: dict[str, Any], context: Any, handle: StreamHandler) -> dict[str, Any]:
@@ -63,12 +73,17 @@ def process_fifo(
     dead_letter_queue_url: str,
 ) -> dict[str, Any]:
     records = {r["messageId"]: r for r in event.get("Records", [])}
+    asked_delays: dict[str, int] = {}
 
     def record_handler(record: SQSRecord) -> None:
         try:
             handle(record)
         except PermanentFailure as exc:
             _dead_letter(record, str(exc), dead_letter_queue_url)
+        except RetryLater as exc:
+            logger.info("queue message deferred", message_id=record.message_id, reason=str(exc), delay_s=exc.delay_s)
+            asked_delays[record.message_id] = min(MAX_BACKOFF_SECONDS, max(1, math.ceil(exc.delay_s)))
+            raise
         except Exception:
             logger.warning("queue message failed; it will be retried", message_id=record.message_id, exc_info=True)
             raise
@@ -81,7 +96,9 @@ def process_fifo(
     failures: list[dict[str, str]] = response.get("batchItemFailures", [])
     for failure in failures:
         raw = records[failure["itemIdentifier"]]
-        delay = backoff_seconds(int(raw["attributes"].get("ApproximateReceiveCount", 1)))
+        delay = asked_delays.get(raw["messageId"]) or backoff_seconds(
+            int(raw["attributes"].get("ApproximateReceiveCount", 1))
+        )
         aws.sqs().change_message_visibility(
             QueueUrl=queue_url, ReceiptHandle=raw["receiptHandle"], VisibilityTimeout=delay
         )

@@ -134,6 +134,7 @@ class LocalCloudProcess:
             "--moto-port", str(self.moto_port),
             "--state-file", str(self.state_file),
             "--tencent-im-port", "0",
+            "--feishu-port", "0",
             "--ttl-sweep-seconds", "1",
         ]  # fmt: skip
         if self.dynamodb_endpoint:

@@ -4,33 +4,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
 
 
 @dataclass
 class Fakes:
     tencent_im: FakeTencentIm
+    feishu: FakeFeishu
     environment: dict[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
 
     @property
     def urls(self) -> dict[str, str]:
-        return {"tencent_im": self.tencent_im.url}
+        return {"tencent_im": self.tencent_im.url, "feishu": self.feishu.url}
 
     def stop(self) -> None:
         self.tencent_im.stop()
+        self.feishu.stop()
 
 
-def start_fakes(tencent_im_port: int = 0) -> Fakes:
+def start_fakes(tencent_im_port: int = 0, feishu_port: int = 0) -> Fakes:
     tencent = FakeTencentIm(port=tencent_im_port).start()
+    feishu = FakeFeishu(port=feishu_port).start()
     return Fakes(
         tencent_im=tencent,
+        feishu=feishu,
         environment={
             "HERALD_TENCENT_IM_BASE_URL": tencent.url,
             "HERALD_TENCENT_IM_SDK_APP_ID": str(tencent.sdk_app_id),
             "HERALD_TENCENT_IM_ADMIN_IDENTIFIER": tencent.admin,
             "HERALD_TENCENT_IM_SECRET_KEY": tencent.secret_key,
+            "HERALD_FEISHU_BASE_URL": feishu.url,
+            "HERALD_FEISHU_APP_ID": feishu.app_id,
+            "HERALD_FEISHU_APP_SECRET": feishu.app_secret,
         },
-        # The functions use the key given directly instead of reading it from SSM.
-        unset=("HERALD_TENCENT_IM_SECRET_KEY_PARAMETER",),
+        # The functions use the secrets given directly instead of reading them from SSM.
+        unset=("HERALD_TENCENT_IM_SECRET_KEY_PARAMETER", "HERALD_FEISHU_APP_SECRET_PARAMETER"),
     )

@@ -14,6 +14,7 @@ from herald.api import health, identity
 from herald.api.envelope import STATUS_BY_CODE, ErrorEnvelope, error_response
 from herald.confirms import routes as confirm_routes
 from herald.errors import HeraldError
+from herald.events import routes as event_routes
 from herald.inbox import routes as inbox_routes
 from herald.invitations import routes as invitation_routes
 from herald.observability import logger
@@ -79,7 +80,7 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(HeraldError)
     async def herald_error(request: Request, exc: HeraldError) -> Response:
-        response = error_response(request, exc.code, exc.message, exc.reason)
+        response = error_response(request, exc.code, exc.message, exc.reason, exc.details)
         if response.status_code >= 500:
             logger.exception("request failed", code=exc.code, path=request.url.path)
         else:
@@ -108,4 +109,5 @@ def create_app() -> FastAPI:
     app.include_router(confirm_routes.internal_router)
     app.include_router(inbox_routes.router)
     app.include_router(inbox_routes.producer_router)
+    app.include_router(event_routes.router)
     return app

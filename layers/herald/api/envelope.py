@@ -6,7 +6,7 @@ from typing import Any, Generic, TypeVar
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 T = TypeVar("T")
 
@@ -32,6 +32,10 @@ class Envelope(BaseModel, Generic[T]):
 
 
 class ErrorData(BaseModel):
+    """`reason`, and for some reasons the facts behind it (e.g. a reused event id's stored hash)."""
+
+    model_config = ConfigDict(extra="allow")
+
     reason: str
 
 
@@ -50,11 +54,13 @@ def ok(request: Request, data: T) -> Envelope[T]:
     return Envelope[T](data=data, request_id=request_id_of(request))
 
 
-def error_response(request: Request, code: str, message: str, reason: str | None = None) -> JSONResponse:
+def error_response(
+    request: Request, code: str, message: str, reason: str | None = None, details: dict[str, Any] | None = None
+) -> JSONResponse:
     body: dict[str, Any] = {
         "code": code,
         "message": message,
-        "data": {"reason": reason} if reason else None,
+        "data": {**(details or {}), "reason": reason} if reason else None,
         "request_id": request_id_of(request),
     }
     return JSONResponse(status_code=STATUS_BY_CODE.get(code, 500), content=body)

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from herald.auth.models import ServiceKeyRecord, ServiceRecord
 from herald.dynamo import to_item
 from herald.dynamo_table import DynamoTable
-
-if TYPE_CHECKING:
-    pass
 
 
 class DynamoServiceKeyStore(DynamoTable):
@@ -33,6 +28,7 @@ class DynamoServiceKeyStore(DynamoTable):
             service_id=item["service_id"],
             capabilities=frozenset(item.get("capabilities", ())),
             created_at_ms=item["created_at_ms"],
+            allowed_targets=frozenset(item.get("allowed_targets", ())),
         )
 
     def put_service(self, service: ServiceRecord) -> None:
@@ -43,6 +39,7 @@ class DynamoServiceKeyStore(DynamoTable):
                     "pk": f"SERVICE#{service.service_id}",
                     "service_id": service.service_id,
                     "capabilities": sorted(service.capabilities),
+                    "allowed_targets": sorted(service.allowed_targets),
                     "created_at_ms": service.created_at_ms,
                 }
             ),

@@ -21,6 +21,7 @@ class ServiceCaller:
     service_id: str
     key_id: str
     capabilities: frozenset[str]
+    allowed_targets: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -37,3 +38,5 @@ class ServiceRecord:
     service_id: str
     capabilities: frozenset[str]
     created_at_ms: int
+    # Where the service's external events may be delivered (`receive_id_type:receive_id`, CONTRACTS §3).
+    allowed_targets: frozenset[str] = frozenset()

@@ -7,6 +7,7 @@ its capabilities are route prefixes, checked on every request.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import re
@@ -15,7 +16,8 @@ from typing import Protocol
 
 from herald.auth.models import ServiceCaller, ServiceKeyRecord, ServiceRecord
 from herald.clock import Clock, now_ms
-from herald.errors import InvalidArgument, PermissionDenied, Unauthorized
+from herald.errors import InvalidArgument, NotFound, PermissionDenied, Unauthorized
+from herald.providers.feishu import RECEIVE_ID_TYPES
 
 KEY_PREFIX = "hk"
 _KEY = re.compile(r"^hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
@@ -81,7 +83,12 @@ class ServiceKeys:
             raise Unauthorized("service key invalid")
         if not capability_allows(service.capabilities, path):
             raise PermissionDenied("service key lacks the capability for this route")
-        return ServiceCaller(service_id=service.service_id, key_id=record.key_id, capabilities=service.capabilities)
+        return ServiceCaller(
+            service_id=service.service_id,
+            key_id=record.key_id,
+            capabilities=service.capabilities,
+            allowed_targets=service.allowed_targets,
+        )
 
     def create_key(self, service_id: str, capabilities: list[str]) -> tuple[str, ServiceKeyRecord]:
         """Add a key for the service (creating it or widening its capabilities); returns the key once."""
@@ -92,7 +99,8 @@ class ServiceKeys:
         held = existing.capabilities if existing else frozenset()
         if existing is None or not wanted <= held:
             created = existing.created_at_ms if existing else now
-            self._store.put_service(ServiceRecord(service_id, held | wanted, created))
+            targets = existing.allowed_targets if existing else frozenset()
+            self._store.put_service(ServiceRecord(service_id, held | wanted, created, targets))
         key_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
         record = ServiceKeyRecord(
@@ -100,3 +108,23 @@ class ServiceKeys:
         )
         self._store.put_key(record)
         return f"{KEY_PREFIX}_{key_id}_{secret}", record
+
+    def set_targets(self, service_id: str, add: list[str], remove: list[str]) -> ServiceRecord:
+        """Widen or narrow where a service's external events may go; checked at intake and before delivery."""
+        service = self._store.get_service(validate_service_id(service_id))
+        if service is None:
+            raise NotFound(f"no service {service_id}")
+        added = frozenset(validate_target(target) for target in add)
+        removed = frozenset(validate_target(target) for target in remove)
+        updated = dataclasses.replace(service, allowed_targets=(service.allowed_targets | added) - removed)
+        self._store.put_service(updated)
+        return updated
+
+
+def validate_target(target: str) -> str:
+    kind, sep, receive_id = target.partition(":")
+    if not sep or kind not in RECEIVE_ID_TYPES or not receive_id or len(target) > 200:
+        raise InvalidArgument(
+            f"a target reads RECEIVE_ID_TYPE:RECEIVE_ID with a type among {sorted(RECEIVE_ID_TYPES)}, not {target!r}"
+        )
+    return target

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from herald.dynamo import to_attr, to_item
+from herald.dynamo import cancelled_on, to_attr, to_item
 from herald.dynamo_table import DynamoTable
 from herald.invitations.models import Invitation, InvitationStatus, InvitationType
 from herald.invitations.service import DuplicatePending, StaleInvitation
@@ -52,11 +52,6 @@ def invitation_from_item(item: dict[str, Any]) -> Invitation:
         decided_at_ms=item.get("decided_at_ms"),
         reject_reason=item.get("reject_reason", ""),
     )
-
-
-def _cancelled_on(exc: ClientError, index: int) -> bool:
-    reasons = exc.response.get("CancellationReasons", [])
-    return len(reasons) > index and reasons[index].get("Code") == "ConditionalCheckFailed"
 
 
 class DynamoInvitationStore(DynamoTable):
@@ -111,7 +106,7 @@ class DynamoInvitationStore(DynamoTable):
                 )
                 return
             except ClientError as exc:
-                if not _cancelled_on(exc, 1):
+                if not cancelled_on(exc, 1):
                     raise
             holder = self._get_pk(lock_key)
             holder_id = holder["invitation_id"] if holder else None
@@ -161,7 +156,7 @@ class DynamoInvitationStore(DynamoTable):
         try:
             self._transact(items)
         except ClientError as exc:
-            if _cancelled_on(exc, 0):
+            if cancelled_on(exc, 0):
                 raise StaleInvitation(current.invitation_id) from exc
             raise
         self._release_lock(current)

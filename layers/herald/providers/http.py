@@ -23,7 +23,12 @@ class HttpResponse:
 
 
 class TransportError(Exception):
-    """The request may or may not have reached the provider (connect/read failure, timeout)."""
+    """The request failed in transit. `maybe_delivered` is False only when it never left this machine
+    (no connection could be made), so the provider cannot have acted on it."""
+
+    def __init__(self, message: str, *, maybe_delivered: bool) -> None:
+        super().__init__(message)
+        self.maybe_delivered = maybe_delivered
 
 
 def pool() -> urllib3.PoolManager:
@@ -53,5 +58,9 @@ def request(
             timeout=urllib3.Timeout(connect=2.0, read=timeout_s),
         )
     except urllib3.exceptions.HTTPError as exc:
-        raise TransportError(f"{method} {url.split('?', maxsplit=1)[0]} failed: {type(exc).__name__}") from exc
+        reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+        never_sent = isinstance(reason, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError)
+        raise TransportError(
+            f"{method} {url.split('?', maxsplit=1)[0]} failed: {type(reason).__name__}", maybe_delivered=not never_sent
+        ) from exc
     return HttpResponse(status=response.status, body=response.data)

@@ -1,0 +1,14 @@
+"""External events table stream (the dispatch outbox) -> the events dispatch queue."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from herald.events.handlers import on_events_change
+from herald.observability import logger
+from herald.workers import process_stream
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_stream(event, context, on_events_change)

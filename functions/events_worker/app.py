@@ -1,0 +1,23 @@
+"""Events dispatch queue -> each service's jobs, in receive order, as Feishu cards."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from herald.events.handlers import on_dispatch
+from herald.observability import logger, metrics
+from herald.settings import get_settings
+from herald.workers import process_fifo
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = get_settings()
+    return process_fifo(
+        event,
+        context,
+        lambda record: on_dispatch(record, context.get_remaining_time_in_millis),
+        queue_url=settings.events_queue_url,
+        dead_letter_queue_url=settings.events_dlq_url,
+    )

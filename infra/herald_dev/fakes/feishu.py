@@ -1,0 +1,257 @@
+"""A fake Feishu open API on loopback: tenant access tokens, interactive cards sent and updated.
+
+It checks what the real one checks for the three calls Herald makes — app credentials for the token, the
+bearer token, `receive_id_type`, an `interactive` message whose `content` is a JSON string, a PATCH only of a
+message it sent (and only of a shared card, `update_multi`) — and honours `uuid` (one message per uuid).
+Every card it accepts is recorded with its revisions, so tests can check order and count, and `make dev`
+shows them arriving (log lines, and a page at its root).
+
+Faults (tests): POST /__fake/faults with a list; each answers one matching request:
+  {"op": "send"|"update"|"token", "status": 503}                 HTTP error, nothing done
+  {"op": "send", "code": 99991400}                               Feishu error code, nothing done
+  {"op": "send", "after_send": true}                             the message IS sent, then HTTP 500 (unknown)
+and POST /__fake/chaos {"rate": 0.2, "seed": 7} answers that share of sends/updates with a rate limit (nothing
+done). GET /__fake/messages, GET /__fake/stats (token requests, sends, updates), DELETE /__fake/messages.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import random
+import secrets
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from herald.providers.feishu import MESSAGES_PATH, RECEIVE_ID_TYPES, TOKEN_PATH
+from herald_dev.fakes._server import LoopbackServer, Request, Response
+
+log = logging.getLogger("fake-feishu")
+
+_JSON = "application/json"
+
+
+def _error(code: int, msg: str, status: int = 400) -> Response:
+    return status, {"code": code, "msg": msg}, _JSON
+
+
+class FakeFeishu:
+    def __init__(
+        self,
+        app_id: str = "cli_fake_herald",
+        app_secret: str = "fake-feishu-secret",  # noqa: S107 - a fake's own secret
+        port: int = 0,
+        token_ttl_s: int = 7200,
+    ) -> None:
+        self.app_id = app_id
+        self.app_secret = app_secret
+        self.token_ttl_s = token_ttl_s
+        self.messages: dict[str, dict[str, Any]] = {}  # message_id -> message (with its content history)
+        self.log: list[dict[str, Any]] = []  # every accepted send/update, in arrival order
+        self.stats = {"token_requests": 0, "sends": 0, "updates": 0, "refused": 0}
+        self._tokens: dict[str, float] = {}
+        self._uuids: dict[str, str] = {}
+        self._faults: deque[dict[str, Any]] = deque()
+        self._chaos: tuple[float, random.Random] | None = None
+        self._lock = threading.Lock()
+        self._server = LoopbackServer(self._handle, port=port)
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def start(self) -> FakeFeishu:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def queue_faults(self, *faults: dict[str, Any]) -> None:
+        with self._lock:
+            self._faults.extend(faults)
+
+    def revoke_tokens(self) -> None:
+        """Every issued token becomes invalid (as after a secret rotation)."""
+        with self._lock:
+            self._tokens.clear()
+
+    # ------------------------------------------------------------------ HTTP
+    def _handle(self, request: Request) -> Response:
+        if request.path == TOKEN_PATH and request.method == "POST":
+            return self._token(request)
+        if request.path == MESSAGES_PATH and request.method == "POST":
+            return self._authorized(request, self._send)
+        if request.path.startswith(MESSAGES_PATH + "/") and request.method == "PATCH":
+            return self._authorized(request, self._update)
+        if request.path.startswith("/__fake/"):
+            return self._control(request)
+        if request.path == "/" and request.method == "GET":
+            return 200, self._page(), "text/html; charset=utf-8"
+        return _error(404, "no such API", 404)
+
+    def _control(self, request: Request) -> Response:
+        with self._lock:
+            if request.path == "/__fake/messages" and request.method == "DELETE":
+                self.messages.clear()
+                self.log.clear()
+                self._faults.clear()
+                self._chaos = None
+                return 200, {"ok": True}, _JSON
+            if request.path == "/__fake/messages":
+                return 200, list(self.log), _JSON
+            if request.path == "/__fake/stats":
+                return 200, dict(self.stats), _JSON
+            if request.path == "/__fake/chaos" and request.method == "POST":
+                body = request.json() or {}
+                rate = float(body.get("rate", 0))
+                self._chaos = (rate, random.Random(body.get("seed"))) if rate > 0 else None
+                return 200, {"ok": True}, _JSON
+        if request.path == "/__fake/faults" and request.method == "POST":
+            self.queue_faults(*request.json())
+            return 200, {"ok": True}, _JSON
+        if request.path == "/__fake/revoke-tokens" and request.method == "POST":
+            self.revoke_tokens()
+            return 200, {"ok": True}, _JSON
+        return _error(404, "no such control", 404)
+
+    def _take_fault(self, op: str) -> dict[str, Any] | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.get("op", "send") == op:
+                    self._faults.remove(fault)
+                    return fault
+            if op != "token" and self._chaos is not None:
+                rate, rng = self._chaos
+                if rng.random() < rate:
+                    return {"op": op, "code": 99991400, "status": 429}
+        return None
+
+    def _token(self, request: Request) -> Response:
+        with self._lock:
+            self.stats["token_requests"] += 1
+        fault = self._take_fault("token")
+        if fault is not None:
+            return _error(int(fault.get("code", 99991400)), "injected token failure", int(fault.get("status", 503)))
+        body = request.json() or {}
+        if body.get("app_id") != self.app_id or body.get("app_secret") != self.app_secret:
+            return _error(10014, "app secret invalid")
+        token = f"t-{secrets.token_hex(16)}"
+        with self._lock:
+            self._tokens[token] = time.time() + self.token_ttl_s
+        return 200, {"code": 0, "msg": "ok", "tenant_access_token": token, "expire": self.token_ttl_s}, _JSON
+
+    def _authorized(self, request: Request, then: Any) -> Response:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        with self._lock:
+            expires = self._tokens.get(token) if scheme == "Bearer" else None
+        if expires is None or expires < time.time():
+            return _error(
+                99991663, "Invalid access token for authorization. Please make a request with token attached."
+            )
+        return then(request)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _card(content: Any) -> dict[str, Any] | str:
+        """The card, or why it is not a valid interactive content string."""
+        if not isinstance(content, str):
+            return "content must be a JSON string"
+        try:
+            card = json.loads(content)
+        except ValueError:
+            return "content is not JSON"
+        if not isinstance(card, dict) or "elements" not in card:
+            return "an interactive card needs elements"
+        return card
+
+    def _send(self, request: Request) -> Response:
+        receive_id_type = request.query.get("receive_id_type", "")
+        if receive_id_type not in RECEIVE_ID_TYPES:
+            return _error(230001, f"invalid receive_id_type {receive_id_type!r}")
+        body = request.json() or {}
+        if body.get("msg_type") != "interactive" or not body.get("receive_id"):
+            return _error(230001, "receive_id and msg_type interactive are required")
+        card = self._card(body.get("content"))
+        if isinstance(card, str):
+            return _error(230001, card)
+        fault = self._take_fault("send")
+        if fault is not None and not fault.get("after_send"):
+            with self._lock:
+                self.stats["refused"] += 1
+            return _error(int(fault.get("code", 99991400)), "injected failure", int(fault.get("status", 400)))
+        uuid = str(body.get("uuid") or "")
+        with self._lock:
+            if uuid and uuid in self._uuids:
+                return 200, {"code": 0, "msg": "success", "data": {"message_id": self._uuids[uuid]}}, _JSON
+            message_id = f"om_{secrets.token_hex(16)}"
+            message = {
+                "message_id": message_id,
+                "receive_id_type": receive_id_type,
+                "receive_id": body["receive_id"],
+                "uuid": uuid,
+                "cards": [card],
+            }
+            self.messages[message_id] = message
+            if uuid:
+                self._uuids[uuid] = message_id
+            self.stats["sends"] += 1
+            self.log.append({"op": "send", **self._summary(message, card)})
+        log.info("Feishu card -> %s %s: %s", receive_id_type, body["receive_id"], self._title(card))
+        if fault is not None:
+            return 500, "internal error", "text/plain"
+        return 200, {"code": 0, "msg": "success", "data": {"message_id": message_id}}, _JSON
+
+    def _update(self, request: Request) -> Response:
+        message_id = request.path.rsplit("/", 1)[-1]
+        card = self._card((request.json() or {}).get("content"))
+        if isinstance(card, str):
+            return _error(230001, card)
+        with self._lock:
+            message = self.messages.get(message_id)
+        if message is None:
+            return _error(230011, "message not found")
+        if not all(c.get("config", {}).get("update_multi") for c in (message["cards"][0], card)):
+            return _error(230099, "only shared cards (config.update_multi) can be updated")
+        fault = self._take_fault("update")
+        if fault is not None and not fault.get("after_send"):
+            with self._lock:
+                self.stats["refused"] += 1
+            return _error(int(fault.get("code", 99991400)), "injected failure", int(fault.get("status", 400)))
+        with self._lock:
+            message["cards"].append(card)
+            self.stats["updates"] += 1
+            self.log.append({"op": "update", **self._summary(message, card)})
+        log.info("Feishu card updated %s: %s", message_id, self._title(card))
+        if fault is not None:
+            return 500, "internal error", "text/plain"
+        return 200, {"code": 0, "msg": "success", "data": {}}, _JSON
+
+    @staticmethod
+    def _title(card: dict[str, Any]) -> str:
+        return str(card.get("header", {}).get("title", {}).get("content", ""))
+
+    def _summary(self, message: dict[str, Any], card: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "message_id": message["message_id"],
+            "receive_id_type": message["receive_id_type"],
+            "receive_id": message["receive_id"],
+            "title": self._title(card),
+            "card": card,
+            "at_ms": time.time_ns() // 1_000_000,
+        }
+
+    def _page(self) -> str:
+        with self._lock:
+            rows = "".join(
+                f"<tr><td>{html.escape(e['op'])}</td><td>{html.escape(e['receive_id'])}</td>"
+                f"<td>{html.escape(e['message_id'])}</td><td>{html.escape(e['title'])}</td></tr>"
+                for e in reversed(self.log)
+            )
+        return (
+            "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=2><title>Fake Feishu</title>"
+            "<h1>Cards received by the fake Feishu</h1><table border=1 cellpadding=4>"
+            f"<tr><th>op</th><th>to</th><th>message</th><th>title</th></tr>{rows}</table>"
+        )

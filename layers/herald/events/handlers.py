@@ -1,0 +1,35 @@
+"""Record handlers of the external-event workers (stream outbox, dispatch queue), called by thin entry points."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from herald.events.dynamo import is_job, job_from_item
+from herald.events.service import NotYet, nudges_for
+from herald.events.wiring import dispatch_queue, dispatcher
+from herald.observability import logger
+from herald.workers import PermanentFailure, RetryLater
+
+
+def on_events_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    """The events table's stream is the dispatch outbox: a new job, or a blocked one resolved, nudges its service."""
+    before = job_from_item(old) if old and is_job(old) else None
+    after = job_from_item(new) if new and is_job(new) else None
+    for nudge in nudges_for(before, after):
+        dispatch_queue().publish(nudge)
+
+
+def on_dispatch(record: SQSRecord, remaining_ms: Callable[[], int]) -> None:
+    try:
+        service_id = str(json.loads(record.body)["service_id"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PermanentFailure(f"malformed dispatch message: {exc}") from exc
+    try:
+        result = dispatcher().drain(service_id, remaining_ms)
+    except NotYet as exc:
+        raise RetryLater(str(exc), exc.delay_ms / 1000) from exc
+    logger.info("service drained", service_id=service_id, result=str(result))

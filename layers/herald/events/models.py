@@ -1,0 +1,202 @@
+"""External events (CONTRACTS §3): what a partner service posts, the job that delivers it, and its card.
+
+A job's life, every step a conditional write:
+
+    queued ──claim──► running ──mark──► running (marked) ──► succeeded
+      ▲                 │  │                  │
+      └──retry(backoff)─┘  └► failed          ├─ provider said "not done" ─► queued / failed
+                                              └─ outcome unknown (or the worker died) ─► unknown
+
+`failed` and `unknown` block the service's later jobs until an operator resolves them (`requeue`,
+`sent`, `skip`); `rejected` (the target left the service's allowed targets) does not block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    REJECTED = "rejected"  # not delivered: the target is no longer allowed for the service
+    SKIPPED = "skipped"  # not delivered: an operator skipped it
+    FAILED = "failed"  # blocks the service
+    UNKNOWN = "unknown"  # blocks the service: the side effect may or may not have happened
+
+    @property
+    def completed(self) -> bool:
+        return self in (JobStatus.SUCCEEDED, JobStatus.REJECTED, JobStatus.SKIPPED)
+
+    @property
+    def blocking(self) -> bool:
+        return self in (JobStatus.FAILED, JobStatus.UNKNOWN)
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_hash(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Target:
+    receive_id_type: str
+    receive_id: str
+
+    @property
+    def key(self) -> str:
+        """How a target is named in a service's allowed targets: `chat_id:oc_xxx`."""
+        return f"{self.receive_id_type}:{self.receive_id}"
+
+    @classmethod
+    def parse(cls, key: str) -> Target:
+        kind, sep, receive_id = key.partition(":")
+        if not sep or not kind or not receive_id:
+            raise ValueError(f"a target reads receive_id_type:receive_id, not {key!r}")
+        return cls(kind, receive_id)
+
+
+@dataclass(frozen=True)
+class ExternalEvent:
+    """One posted event, as validated. `card_id` (the body's `data.event_id`) and `revision` go together."""
+
+    event_id: str
+    event_type: str
+    title: str
+    status: str
+    summary: str
+    target: Target
+    card_id: str | None = None
+    revision: int | None = None
+
+    def content(self) -> dict[str, Any]:
+        """The event's content as posted (less the top-level event id): what duplicates are compared on."""
+        data: dict[str, Any] = {
+            "title": self.title,
+            "status": self.status,
+            "summary": self.summary,
+            "target": {"receive_id": self.target.receive_id, "receive_id_type": self.target.receive_id_type},
+        }
+        if self.card_id is not None:
+            data["event_id"] = self.card_id
+            data["revision"] = self.revision
+        return {"event_type": self.event_type, "data": data}
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.content())
+
+    @classmethod
+    def from_content(cls, event_id: str, content: dict[str, Any]) -> ExternalEvent:
+        data = content["data"]
+        return cls(
+            event_id=event_id,
+            event_type=content["event_type"],
+            title=data["title"],
+            status=data["status"],
+            summary=data.get("summary", ""),
+            target=Target(data["target"]["receive_id_type"], data["target"]["receive_id"]),
+            card_id=data.get("event_id"),
+            revision=data.get("revision"),
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    service_id: str
+    seq: int  # the service's receive sequence: the one order its jobs run in
+    event: ExternalEvent
+    content_hash: str
+    received_at_ms: int
+    status: JobStatus = JobStatus.QUEUED
+    attempts: int = 0
+    attempt_id: str = ""
+    lock_until_ms: int = 0
+    marked_at_ms: int = 0  # set before the first external write of the current attempt
+    next_attempt_at_ms: int = 0
+    last_error: str = ""
+    outcome: str = ""  # sent | updated | stale_revision | same_revision | target_not_allowed | resolved_sent | ...
+    message_id: str = ""
+    finished_at_ms: int = 0
+    blocked_at_ms: int = 0
+    generation: int = 0  # bumped by each operator resolution
+    resolutions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    @property
+    def job_id(self) -> str:
+        return format_job_id(self.service_id, self.seq)
+
+    @property
+    def feishu_uuid(self) -> str:
+        """Feishu sends at most one message per uuid an hour: every attempt of this job uses the same one."""
+        return hashlib.sha256(f"herald:{self.job_id}".encode()).hexdigest()[:40]
+
+
+def format_job_id(service_id: str, seq: int) -> str:
+    return f"{service_id}:{seq}"
+
+
+def parse_job_id(job_id: str) -> tuple[str, int]:
+    service_id, sep, seq = job_id.rpartition(":")
+    if not sep or not service_id or not seq.isdigit():
+        raise ValueError(f"a job id reads SERVICE:SEQ, not {job_id!r}")
+    return service_id, int(seq)
+
+
+@dataclass(frozen=True)
+class ServiceHead:
+    """A service's receive counter (`next_seq`: the last assigned) and cursor (`done_seq`: all before done)."""
+
+    service_id: str
+    next_seq: int = 0
+    done_seq: int = 0
+
+    @property
+    def caught_up(self) -> bool:
+        return self.done_seq >= self.next_seq
+
+    @property
+    def waiting(self) -> int:
+        return self.next_seq - self.done_seq
+
+
+@dataclass(frozen=True)
+class CardMessage:
+    """Where a card (service, card id, receiver) was delivered, and which revision it shows."""
+
+    message_id: str
+    revision: int
+    content_hash: str
+
+
+class CardDecision(StrEnum):
+    SEND = "send"
+    UPDATE = "update"
+    STALE = "stale_revision"
+    SAME = "same_revision"
+    CONFLICT = "revision_conflict"
+
+
+def decide_card(current: CardMessage | None, revision: int, new_hash: str) -> CardDecision:
+    """Revisions only move forward: older or identical never overwrite; same revision, other content conflicts."""
+    if current is None:
+        return CardDecision.SEND
+    if revision > current.revision:
+        return CardDecision.UPDATE
+    if revision < current.revision:
+        return CardDecision.STALE
+    return CardDecision.SAME if new_hash == current.content_hash else CardDecision.CONFLICT
+
+
+@dataclass(frozen=True)
+class Accepted:
+    event_id: str
+    duplicate: bool

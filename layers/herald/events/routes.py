@@ -1,0 +1,81 @@
+"""`POST /events/external` (CONTRACTS §3): partner services post events with their service key."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from herald.api.envelope import Envelope, ok
+from herald.api.security import CurrentService
+from herald.events.models import ExternalEvent, Target
+from herald.events.wiring import intake
+
+router = APIRouter(tags=["external events"])
+
+EVENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$"  # no '#': ids are parts of DynamoDB keys
+
+
+class TargetIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    receive_id: str = Field(min_length=1, max_length=128)
+    receive_id_type: Literal["open_id", "user_id", "union_id", "email", "chat_id"]
+
+
+class EventData(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    event_id: str | None = Field(
+        default=None, pattern=EVENT_ID, description="the card id: stable across the card's revisions"
+    )
+    revision: int | None = Field(default=None, ge=0, description="required with event_id; newer states are larger")
+    title: str = Field(min_length=1, max_length=200)
+    status: str = Field(min_length=1, max_length=64)
+    summary: str = Field(default="", max_length=4000)
+    target: TargetIn
+
+    @model_validator(mode="after")
+    def card_id_and_revision_go_together(self) -> EventData:
+        if (self.event_id is None) != (self.revision is None):
+            raise ValueError("data.event_id and data.revision go together: give both for a card, or neither")
+        return self
+
+
+class ExternalEventIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    event_id: str = Field(pattern=EVENT_ID, description="this event's id: the same on every retry")
+    event_type: str = Field(min_length=1, max_length=128)
+    data: EventData
+
+
+class AcceptedOut(BaseModel):
+    event_id: str
+    status: Literal["accepted"] = "accepted"
+    duplicate: bool
+
+
+@router.post(
+    "/events/external",
+    status_code=202,
+    response_model=Envelope[AcceptedOut],
+    summary="Store an external event for delivery (202: stored, not yet delivered)",
+)
+def post_external_event(request: Request, body: ExternalEventIn, caller: CurrentService) -> JSONResponse:
+    data = body.data
+    event = ExternalEvent(
+        event_id=body.event_id,
+        event_type=body.event_type,
+        title=data.title,
+        status=data.status,
+        summary=data.summary,
+        target=Target(data.target.receive_id_type, data.target.receive_id),
+        card_id=data.event_id,
+        revision=data.revision,
+    )
+    accepted = intake().accept(caller.service_id, caller.allowed_targets, event)
+    envelope = ok(request, AcceptedOut(event_id=accepted.event_id, duplicate=accepted.duplicate))
+    return JSONResponse(status_code=202, content=envelope.model_dump())

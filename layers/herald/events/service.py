@@ -1,0 +1,464 @@
+"""External events: intake, strict per-service delivery, and the operator's resolutions (CONTRACTS §3).
+
+Order lives in DynamoDB, not in the queue. Intake gives each stored event its service's next receive
+sequence in the same transaction that stores it, so sequence order is commit order. A queue message only
+says "this service has work": the dispatcher always takes the service's lowest unfinished job (the head),
+so a duplicated, late or redriven message can neither run a later job early nor run a finished one again.
+
+A side effect is marked on the job before the first external write. Before the mark a failure is retried
+with backoff (bounded, then the job fails); after it, only an answer from the provider that it did not act
+sends the job back; anything else (no answer, a crash) leaves the job `unknown` for an operator.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from herald.auth.service_keys import ServiceKeyStore
+from herald.clock import Clock, now_ms
+from herald.errors import Conflict, NotFound, PermissionDenied
+from herald.events.models import (
+    Accepted,
+    CardDecision,
+    CardMessage,
+    ExternalEvent,
+    Job,
+    JobStatus,
+    ServiceHead,
+    Target,
+    decide_card,
+    parse_job_id,
+)
+from herald.providers.feishu import Card, FeishuError
+
+MAX_BACKOFF_MS = 300_000
+
+
+class StaleJob(Exception):
+    """The job changed since it was read (another worker, an operator): read it again."""
+
+
+class DuplicateEvent(Exception):
+    def __init__(self, stored: StoredEvent) -> None:
+        super().__init__(f"event {stored.event_id} was already received")
+        self.stored = stored
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    event_id: str
+    seq: int
+    content_hash: str
+    received_at_ms: int
+
+
+@dataclass(frozen=True)
+class CardWrite:
+    """The card mapping a finished job leaves, written only if the mapping still shows `expected_revision`."""
+
+    service_id: str
+    card_id: str
+    target: Target
+    card: CardMessage
+    expected_revision: int | None  # None: no mapping may exist yet
+
+
+class JobStore(Protocol):
+    def append(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
+        """Store the event as the service's next job; DuplicateEvent if its event id is already held."""
+        ...
+
+    def head(self, service_id: str) -> ServiceHead: ...
+
+    def job(self, service_id: str, seq: int) -> Job | None: ...
+
+    def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
+        """Move the service's cursor from `from_seq` to `to_seq` (no-op if someone already did)."""
+        ...
+
+    def claim(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job: ...
+
+    def mark(self, job: Job, now: int) -> Job: ...
+
+    def retry(self, job: Job, error: str, next_attempt_at_ms: int, now: int) -> None: ...
+
+    def block(self, job: Job, status: JobStatus, reason: str, now: int, expires_at_ms: int | None) -> None: ...
+
+    def complete(
+        self,
+        job: Job,
+        status: JobStatus,
+        outcome: str,
+        message_id: str,
+        now: int,
+        expires_at_ms: int,
+        card: CardWrite | None,
+    ) -> None: ...
+
+    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
+
+    def blocked(self) -> list[Job]: ...
+
+    def resolve(
+        self,
+        job: Job,
+        status: JobStatus,
+        resolution: dict[str, Any],
+        now: int,
+        expires_at_ms: int | None,
+        message_id: str = "",
+        card: CardWrite | None = None,
+    ) -> Job: ...
+
+
+class TargetPolicy(Protocol):
+    def allows(self, service_id: str, target: Target) -> bool: ...
+
+
+class Messenger(Protocol):
+    def tenant_access_token(self) -> str: ...
+
+    def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str: ...
+
+    def update_card(self, message_id: str, card: Card) -> None: ...
+
+
+@dataclass(frozen=True)
+class DispatchPolicy:
+    lease_ms: int = 60_000
+    max_attempts: int = 5
+    retry_base_ms: int = 2_000
+    reserve_ms: int = 10_000
+    retention_ms: int = 7 * 86_400_000
+    unknown_ttl_ms: int = 0  # 0: blocked jobs stay until an operator handles them
+
+    def backoff_ms(self, attempts: int) -> int:
+        return int(min(self.retry_base_ms * 2 ** max(0, attempts - 1), MAX_BACKOFF_MS))
+
+    def blocked_expiry(self, now: int) -> int | None:
+        return now + self.unknown_ttl_ms if self.unknown_ttl_ms > 0 else None
+
+
+class NotYet(Exception):
+    """The service has work that cannot run now; ask again after `delay_ms`."""
+
+    def __init__(self, reason: str, delay_ms: int) -> None:
+        super().__init__(reason)
+        self.delay_ms = max(0, delay_ms)
+
+
+class DrainResult(StrEnum):
+    CAUGHT_UP = "caught_up"
+    BLOCKED = "blocked"
+
+
+def card_of(event: ExternalEvent) -> Card:
+    return Card(title=event.title, status=event.status, summary=event.summary, event_type=event.event_type)
+
+
+@dataclass(frozen=True)
+class Nudge:
+    """A dispatch message: `service_id` has work (a new job, or a blocked one resolved or removed)."""
+
+    service_id: str
+    seq: int
+    why: str
+
+    @property
+    def dedup_id(self) -> str:
+        return f"{self.service_id}:{self.seq}:{self.why}"
+
+    def to_message(self) -> dict[str, Any]:
+        return {"service_id": self.service_id, "seq": self.seq, "why": self.why}
+
+
+def nudges_for(old: Job | None, new: Job | None) -> list[Nudge]:
+    """The dispatch messages one stored change of a job calls for (the table's stream is the outbox).
+    A retry needs none: the message that ran the attempt comes back for it."""
+    if new is not None and old is None:
+        return [Nudge(new.service_id, new.seq, "new")]
+    if old is not None and old.status.blocking and (new is None or not new.status.blocking):
+        why = "removed" if new is None else f"resolved-{new.generation}"
+        return [Nudge(old.service_id, old.seq, why)]
+    return []
+
+
+class ServiceTargets:
+    """The service's allowed targets as they are now (an operator may have narrowed them since intake)."""
+
+    def __init__(self, services: ServiceKeyStore) -> None:
+        self._services = services
+
+    def allows(self, service_id: str, target: Target) -> bool:
+        service = self._services.get_service(service_id)
+        return service is not None and target.key in service.allowed_targets
+
+
+class EventIntake:
+    def __init__(self, store: JobStore, clock: Clock = now_ms) -> None:
+        self._store = store
+        self._clock = clock
+
+    def accept(self, service_id: str, allowed_targets: frozenset[str], event: ExternalEvent) -> Accepted:
+        """202 semantics: the event is stored with its receive sequence, or was already (same content)."""
+        if event.target.key not in allowed_targets:
+            raise PermissionDenied(
+                "the target is not among this service's allowed targets", reason="target_not_allowed"
+            )
+        try:
+            self._store.append(service_id, event, self._clock)
+        except DuplicateEvent as dup:
+            if dup.stored.content_hash == event.content_hash:
+                return Accepted(event.event_id, duplicate=True)
+            raise Conflict(
+                f"event_id {event.event_id} was received at {dup.stored.received_at_ms} with other content",
+                reason="event_id_reused",
+                details={"received_at_ms": dup.stored.received_at_ms, "content_hash": dup.stored.content_hash},
+            ) from dup
+        return Accepted(event.event_id, duplicate=False)
+
+
+class EventDispatcher:
+    """Runs one service's jobs, head first, until it is caught up, blocked, or must wait."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        targets: TargetPolicy,
+        messenger: Messenger,
+        policy: DispatchPolicy,
+        clock: Clock = now_ms,
+        on_outcome: Callable[[Job, str], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._targets = targets
+        self._messenger = messenger
+        self._policy = policy
+        self._clock = clock
+        self._on_outcome = on_outcome or (lambda job, outcome: None)
+
+    def drain(self, service_id: str, remaining_ms: Callable[[], int]) -> DrainResult:
+        while True:
+            head = self._store.head(service_id)
+            if head.caught_up:
+                return DrainResult.CAUGHT_UP
+            seq = head.done_seq + 1
+            job = self._store.job(service_id, seq)
+            if job is None or job.status.completed:
+                # Finished (or a blocked job removed by its configured TTL): move the cursor past it.
+                self._store.advance(service_id, head.done_seq, seq)
+                continue
+            if job.status.blocking:
+                return DrainResult.BLOCKED
+            now = self._clock()
+            if job.status is JobStatus.RUNNING:
+                if job.lock_until_ms > now:
+                    raise NotYet(f"job {job.job_id} is held by another worker", job.lock_until_ms - now)
+                if job.marked_at_ms:
+                    self._block(job, JobStatus.UNKNOWN, "interrupted after its side effect was marked")
+                    return DrainResult.BLOCKED
+                # Interrupted before the mark: nothing reached the provider, so it simply runs again.
+            elif job.next_attempt_at_ms > now:
+                raise NotYet(f"job {job.job_id} waits for its retry", job.next_attempt_at_ms - now)
+            if remaining_ms() < self._policy.reserve_ms:
+                raise NotYet("too little time left for another side effect", 0)
+            try:
+                claimed = self._store.claim(job, secrets.token_hex(8), now + self._policy.lease_ms, now)
+            except StaleJob:
+                continue
+            self._run(claimed)
+
+    # ------------------------------------------------------------------ one attempt
+    def _run(self, job: Job) -> None:
+        event = job.event
+        if not self._targets.allows(job.service_id, event.target):
+            self._complete(job, JobStatus.REJECTED, "target_not_allowed", "", None)
+            return
+        current: CardMessage | None = None
+        decision = CardDecision.SEND
+        if event.card_id is not None and event.revision is not None:
+            current = self._store.card(job.service_id, event.card_id, event.target)
+            decision = decide_card(current, event.revision, job.content_hash)
+            if decision in (CardDecision.STALE, CardDecision.SAME):
+                self._complete(job, JobStatus.SUCCEEDED, str(decision), current.message_id if current else "", None)
+                return
+            if decision is CardDecision.CONFLICT:
+                self._block(
+                    job,
+                    JobStatus.FAILED,
+                    f"revision {event.revision} of card {event.card_id} was already delivered with other content",
+                )
+                return
+        try:
+            self._messenger.tenant_access_token()  # before the mark: a token failure touches nothing
+        except FeishuError as exc:
+            self._not_done(job, exc)
+            return
+        job = self._store.mark(job, self._clock())
+        try:
+            if decision is CardDecision.UPDATE and current is not None:
+                self._messenger.update_card(current.message_id, card_of(event))
+                message_id, outcome = current.message_id, "updated"
+            else:
+                message_id = self._messenger.send_card(
+                    event.target.receive_id_type, event.target.receive_id, card_of(event), job.feishu_uuid
+                )
+                outcome = "sent"
+        except FeishuError as exc:
+            if exc.maybe_delivered:
+                self._block(job, JobStatus.UNKNOWN, str(exc))
+            else:
+                self._not_done(job, exc)
+            return
+        except Exception as exc:
+            self._block(job, JobStatus.UNKNOWN, f"interrupted after its side effect was marked: {exc!r}")
+            raise
+        self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, self._card_write(job, message_id, current))
+
+    def _card_write(self, job: Job, message_id: str, current: CardMessage | None) -> CardWrite | None:
+        event = job.event
+        if event.card_id is None or event.revision is None:
+            return None
+        return CardWrite(
+            service_id=job.service_id,
+            card_id=event.card_id,
+            target=event.target,
+            card=CardMessage(message_id=message_id, revision=event.revision, content_hash=job.content_hash),
+            expected_revision=current.revision if current else None,
+        )
+
+    def _not_done(self, job: Job, exc: FeishuError) -> None:
+        """The provider did not act: retry with backoff while it may succeed and attempts remain."""
+        if not exc.retryable:
+            self._block(job, JobStatus.FAILED, str(exc))
+        elif job.attempts >= self._policy.max_attempts:
+            self._block(job, JobStatus.FAILED, f"gave up after {job.attempts} attempts: {exc}")
+        else:
+            now = self._clock()
+            self._store.retry(job, str(exc), now + self._policy.backoff_ms(job.attempts), now)
+            self._on_outcome(job, "retry")
+            raise NotYet(f"job {job.job_id} failed before delivery: {exc}", self._policy.backoff_ms(job.attempts))
+
+    def _block(self, job: Job, status: JobStatus, reason: str) -> None:
+        now = self._clock()
+        self._store.block(job, status, reason, now, self._policy.blocked_expiry(now))
+        self._on_outcome(job, str(status))
+
+    def _complete(self, job: Job, status: JobStatus, outcome: str, message_id: str, card: CardWrite | None) -> None:
+        now = self._clock()
+        try:
+            self._store.complete(job, status, outcome, message_id, now, now + self._policy.retention_ms, card)
+        except StaleJob:
+            if card is None:
+                raise
+            # The card mapping moved under us (only a writer outside this queue can do that): the message
+            # went out, but what the card now shows is not known here.
+            self._block(job, JobStatus.UNKNOWN, f"delivered as {message_id}, but the card mapping changed meanwhile")
+            return
+        self._on_outcome(job, outcome)
+
+
+class EventOperations:
+    """What an operator does with a blocked job; each resolution is recorded with who and when."""
+
+    def __init__(self, store: JobStore, policy: DispatchPolicy, clock: Clock = now_ms) -> None:
+        self._store = store
+        self._policy = policy
+        self._clock = clock
+
+    def blocked(self) -> list[tuple[Job, ServiceHead]]:
+        return [(job, self._store.head(job.service_id)) for job in self._store.blocked()]
+
+    def get(self, job_id: str) -> Job:
+        try:
+            service_id, seq = parse_job_id(job_id)
+        except ValueError as exc:
+            raise NotFound(str(exc)) from exc
+        job = self._store.job(service_id, seq)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        return job
+
+    def requeue(self, job_id: str, by: str, note: str = "") -> Job:
+        """Run the job again (after checking Feishu that it did not arrive, or fixing the cause)."""
+        job = self._blocked_job(job_id)
+        return self._resolve(job, JobStatus.QUEUED, "requeue", by, note, None)
+
+    def sent(self, job_id: str, message_id: str, by: str, note: str = "") -> Job:
+        """The operator found the message in Feishu: record it as delivered, with its message id."""
+        job = self._blocked_job(job_id, JobStatus.UNKNOWN)
+        if not message_id.strip():
+            raise Conflict("a message id is needed to record a job as sent", reason="message_id_required")
+        event = job.event
+        card = None
+        if event.card_id is not None and event.revision is not None:
+            current = self._store.card(job.service_id, event.card_id, event.target)
+            card = CardWrite(
+                service_id=job.service_id,
+                card_id=event.card_id,
+                target=event.target,
+                card=CardMessage(message_id=message_id, revision=event.revision, content_hash=job.content_hash),
+                expected_revision=current.revision if current else None,
+            )
+            if current is not None and current.revision > event.revision:
+                card = None  # a newer revision is already shown; the mapping stays
+        return self._resolve(job, JobStatus.SUCCEEDED, "sent", by, note, card, message_id)
+
+    def skip(self, job_id: str, by: str, note: str = "") -> Job:
+        """Give up on the job: it is not delivered and the service goes on."""
+        job = self._blocked_job(job_id)
+        return self._resolve(job, JobStatus.SKIPPED, "skip", by, note, None)
+
+    def _blocked_job(self, job_id: str, only: JobStatus | None = None) -> Job:
+        job = self.get(job_id)
+        if not job.status.blocking or (only is not None and job.status is not only):
+            wanted = str(only) if only else "failed or unknown"
+            raise Conflict(f"job {job_id} is {job.status}, not {wanted}", reason="job_not_blocked")
+        return job
+
+    def _resolve(
+        self,
+        job: Job,
+        status: JobStatus,
+        action: str,
+        by: str,
+        note: str,
+        card: CardWrite | None,
+        message_id: str = "",
+    ) -> Job:
+        now = self._clock()
+        resolution = {"action": action, "by": by, "at_ms": now, "from": str(job.status), "note": note}
+        if message_id:
+            resolution["message_id"] = message_id
+        expires = now + self._policy.retention_ms if status.completed else None
+        try:
+            return self._store.resolve(job, status, resolution, now, expires, message_id, card)
+        except StaleJob as exc:
+            raise Conflict(f"job {job.job_id} changed meanwhile; look again", reason="job_changed") from exc
+
+
+def describe(job: Job) -> dict[str, Any]:
+    """An operator's view of a job."""
+    return {
+        "job_id": job.job_id,
+        "service_id": job.service_id,
+        "seq": job.seq,
+        "event_id": job.event.event_id,
+        "event_type": job.event.event_type,
+        "target": job.event.target.key,
+        "card_id": job.event.card_id,
+        "revision": job.event.revision,
+        "status": str(job.status),
+        "attempts": job.attempts,
+        "why": job.last_error,
+        "outcome": job.outcome,
+        "message_id": job.message_id,
+        "received_at_ms": job.received_at_ms,
+        "blocked_at_ms": job.blocked_at_ms,
+        "marked_at_ms": job.marked_at_ms,
+        "resolutions": list(job.resolutions),
+    }

@@ -1,0 +1,334 @@
+"""External events in process on moto (CONTRACTS §3): intake, per-service order, cards by revision, UNKNOWN.
+
+The HTTP app takes the events; the events table's stream and the dispatch queue are pumped to the real
+function entry points; cards land in the fake Feishu on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import pytest
+from fastapi.testclient import TestClient
+
+from herald.auth.service_keys import ServiceKeys
+from herald.clock import now_ms
+from herald.events.models import JobStatus
+from herald.events.wiring import job_store, operations
+from herald_dev.fakes.feishu import FakeFeishu
+from herald_dev.template import LocalStack
+from tests.conftest import clear_herald_caches
+from tests.support.events import EventsPipeline
+
+TARGET = {"receive_id": "oc_ops", "receive_id_type": "chat_id"}
+
+
+@pytest.fixture
+def feishu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeFeishu]:
+    fake = FakeFeishu().start()
+    monkeypatch.setenv("HERALD_FEISHU_BASE_URL", fake.url)
+    monkeypatch.setenv("HERALD_FEISHU_APP_ID", fake.app_id)
+    monkeypatch.setenv("HERALD_FEISHU_APP_SECRET", fake.app_secret)
+    monkeypatch.setenv("HERALD_EVENTS_RETRY_BASE_MS", "1")
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def events(aws: LocalStack, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch) -> EventsPipeline:
+    monkeypatch.setenv("HERALD_EVENTS_QUEUE_URL", aws.resolve({"Ref": "EventsQueue"}))
+    monkeypatch.setenv("HERALD_EVENTS_DLQ_URL", aws.resolve({"Ref": "EventsDeadLetters"}))
+    clear_herald_caches()
+    return EventsPipeline(aws)
+
+
+class Partner:
+    """A partner service with a key for /events/external and the targets it may reach."""
+
+    def __init__(self, api: TestClient, keys: ServiceKeys, service_id: str, targets: list[str]) -> None:
+        key, _ = keys.create_key(service_id, ["/events/external"])
+        keys.set_targets(service_id, targets, [])
+        self.service_id = service_id
+        self.api = api
+        self.headers = {"Authorization": f"Bearer {key}"}
+
+    def post(self, event_id: str, /, **data: Any) -> Any:
+        body = {"event_id": event_id, "event_type": data.pop("event_type", "job.failed"), "data": event_data(**data)}
+        return self.api.post("/events/external", json=body, headers=self.headers)
+
+    def accept(self, event_id: str, /, **data: Any) -> dict[str, Any]:
+        response = self.post(event_id, **data)
+        assert response.status_code == 202, response.text
+        return response.json()["data"]  # type: ignore[no-any-return]
+
+
+def event_data(**data: Any) -> dict[str, Any]:
+    return {"title": "Job 42 failed", "status": "failed", "summary": "job 42 failed", "target": TARGET, **data}
+
+
+@pytest.fixture
+def partner(api: TestClient, service_keys: ServiceKeys) -> Partner:
+    return Partner(api, service_keys, "scheduler", ["chat_id:oc_ops", "chat_id:oc_other"])
+
+
+def titles(feishu: FakeFeishu, receive_id: str = "oc_ops") -> list[str]:
+    return [entry["title"] for entry in feishu.log if entry["receive_id"] == receive_id]
+
+
+def job_statuses(service_id: str) -> list[str]:
+    head = job_store().head(service_id)
+    return [str(job.status) for seq in range(1, head.next_seq + 1) if (job := job_store().job(service_id, seq))]
+
+
+# ---------------------------------------------------------------------------------------------- intake
+def test_accepted_event_is_stored_with_its_receive_sequence_and_a_retry_is_a_duplicate(partner: Partner) -> None:
+    assert partner.accept("evt-1") == {"event_id": "evt-1", "status": "accepted", "duplicate": False}
+    assert partner.accept("evt-1") == {"event_id": "evt-1", "status": "accepted", "duplicate": True}
+    assert partner.accept("evt-2")["duplicate"] is False
+    assert job_store().head("scheduler").next_seq == 2
+    assert [job_store().job("scheduler", seq).event.event_id for seq in (1, 2)] == ["evt-1", "evt-2"]  # type: ignore[union-attr]
+
+
+def test_reused_event_id_with_other_content_is_409_naming_the_stored_one(partner: Partner) -> None:
+    partner.accept("evt-1", summary="first")
+    stored = job_store().job("scheduler", 1)
+    assert stored is not None
+    response = partner.post("evt-1", summary="second")
+    assert response.status_code == 409
+    body = response.json()
+    assert body["code"] == "CONFLICT" and body["data"]["reason"] == "event_id_reused"
+    assert body["data"]["received_at_ms"] == stored.received_at_ms
+    assert body["data"]["content_hash"] == stored.content_hash
+    assert job_store().head("scheduler").next_seq == 1
+
+
+def test_target_outside_the_services_allowed_targets_is_403_and_stores_nothing(partner: Partner) -> None:
+    response = partner.post("evt-1", target={"receive_id": "oc_elsewhere", "receive_id_type": "chat_id"})
+    assert response.status_code == 403 and response.json()["data"]["reason"] == "target_not_allowed"
+    assert job_store().head("scheduler").next_seq == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ({"event_id": "e", "event_type": "t", "data": event_data(event_id="card-1")}, "card id without revision"),
+        ({"event_id": "e", "event_type": "t", "data": event_data(revision=1)}, "revision without card id"),
+        ({"event_id": "e", "event_type": "t", "data": event_data(event_id="c", revision=-1)}, "negative revision"),
+        ({"event_id": "e", "event_type": "t", "data": event_data(event_id="c", revision="2x")}, "revision not int"),
+        ({"event_id": "a#b", "event_type": "t", "data": event_data()}, "event id with '#'"),
+        ({"event_type": "t", "data": event_data()}, "no event id"),
+        ({"event_id": "e", "event_type": "t", "data": event_data(title="")}, "empty title"),
+        ({"event_id": "e", "event_type": "t", "data": {**event_data(), "target": {"receive_id": "x"}}}, "no id type"),
+        ({"event_id": "e", "event_type": "t", "data": event_data(), "extra": 1}, "unknown field"),
+    ],
+)
+def test_malformed_event_is_400_and_stores_nothing(partner: Partner, body: dict[str, Any], why: str) -> None:
+    response = partner.api.post("/events/external", json=body, headers=partner.headers)
+    assert response.status_code == 400, why
+    assert response.json()["code"] == "INVALID_ARGUMENT"
+    assert job_store().head("scheduler").next_seq == 0
+
+
+def test_intake_needs_a_key_with_the_events_capability(api: TestClient, service_keys: ServiceKeys) -> None:
+    body = {"event_id": "e", "event_type": "t", "data": event_data()}
+    assert api.post("/events/external", json=body).status_code == 401
+    assert api.post("/events/external", json=body, headers={"Authorization": "Bearer hk_nope"}).status_code == 401
+    key, _ = service_keys.create_key("inbox-writer", ["/internal/v1/inbox"])
+    refused = api.post("/events/external", json=body, headers={"Authorization": f"Bearer {key}"})
+    assert refused.status_code == 403
+
+
+def test_concurrent_intake_gives_each_event_its_own_sequence_in_commit_order(partner: Partner) -> None:
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda n: partner.accept(f"evt-{n}"), range(40)))
+    head = job_store().head("scheduler")
+    assert head.next_seq == 40
+    jobs = [job_store().job("scheduler", seq) for seq in range(1, 41)]
+    assert sorted(job.event.event_id for job in jobs if job) == sorted(f"evt-{n}" for n in range(40))
+    received = [job.received_at_ms for job in jobs if job]
+    assert received == sorted(received)
+
+
+# ---------------------------------------------------------------------------------------------- delivery
+def test_events_are_delivered_in_receive_order_with_one_token_for_many_sends(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    for n in range(8):
+        partner.accept(f"evt-{n}", title=f"event {n}")
+    events.drain()
+    assert titles(feishu) == [f"event {n}" for n in range(8)]
+    assert feishu.stats["token_requests"] == 1 and feishu.stats["sends"] == 8
+    assert job_statuses("scheduler") == ["succeeded"] * 8
+    assert job_store().head("scheduler").caught_up
+
+
+def test_card_revisions_update_forward_and_never_back(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    partner.accept("e1", event_id="job-42", revision=1, title="r1")
+    partner.accept("e2", event_id="job-42", revision=3, title="r3")
+    partner.accept("e3", event_id="job-42", revision=2, title="r2 (older)")
+    partner.accept("e4", event_id="job-42", revision=3, title="r3")
+    partner.accept("e5", event_id="job-42", revision=1, title="r1", target={**TARGET, "receive_id": "oc_other"})
+    events.drain()
+    assert [(e["op"], e["title"]) for e in feishu.log if e["receive_id"] == "oc_ops"] == [
+        ("send", "r1"),
+        ("update", "r3"),
+    ]
+    assert [e["op"] for e in feishu.log if e["receive_id"] == "oc_other"] == ["send"]  # revisions per receiver
+    outcomes = [job.outcome for seq in range(1, 6) if (job := job_store().job("scheduler", seq))]
+    assert outcomes == ["sent", "updated", "stale_revision", "same_revision", "sent"]
+    assert len({e["message_id"] for e in feishu.log if e["receive_id"] == "oc_ops"}) == 1
+
+
+def test_same_revision_with_other_content_fails_and_blocks_only_its_service(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, api: TestClient, service_keys: ServiceKeys
+) -> None:
+    other = Partner(api, service_keys, "billing", ["chat_id:oc_billing"])
+    partner.accept("e1", event_id="job-42", revision=2, title="r2")
+    partner.accept("e2", event_id="job-42", revision=2, title="r2, but different")
+    partner.accept("e3", title="after the conflict")
+    other.accept("b1", title="billing", target={"receive_id": "oc_billing", "receive_id_type": "chat_id"})
+    events.drain()
+    assert titles(feishu) == ["r2"]
+    assert titles(feishu, "oc_billing") == ["billing"]
+    assert job_statuses("scheduler") == ["succeeded", "failed", "queued"]
+    blocked = operations().get("scheduler:2")
+    assert "already delivered with other content" in blocked.last_error
+    operations().skip("scheduler:2", by="alice", note="conflicting revision")
+    events.drain()
+    assert titles(feishu) == ["r2", "after the conflict"]
+
+
+def test_transient_failures_before_delivery_are_retried_and_bounded(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    feishu.queue_faults({"op": "token", "status": 503}, {"op": "send", "code": 99991400, "status": 429})
+    partner.accept("e1", title="one")
+    partner.accept("e2", title="two")
+    events.drain()
+    assert titles(feishu) == [] and job_statuses("scheduler") == ["queued", "queued"]
+    for _ in range(3):
+        events.release_deferred()
+        events.drain()
+    assert titles(feishu) == ["one", "two"]
+    first = job_store().job("scheduler", 1)
+    assert first is not None and first.attempts == 3 and first.status is JobStatus.SUCCEEDED
+    # Retries are bounded: a job that keeps failing before its side effect fails, and blocks.
+    feishu.queue_faults(*[{"op": "send", "code": 99991400, "status": 429}] * 5)
+    partner.accept("e3", title="three")
+    for _ in range(6):
+        events.release_deferred()
+        events.drain()
+    third = job_store().job("scheduler", 3)
+    assert third is not None and third.status is JobStatus.FAILED and "gave up after 5 attempts" in third.last_error
+
+
+def test_send_interrupted_after_the_mark_is_unknown_and_blocks_until_resolved(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, api: TestClient, service_keys: ServiceKeys
+) -> None:
+    other = Partner(api, service_keys, "billing", ["chat_id:oc_billing"])
+    feishu.queue_faults({"op": "send", "after_send": True})
+    for n in range(3):
+        partner.accept(f"e{n}", title=f"event {n}")
+    other.accept("b1", title="billing", target={"receive_id": "oc_billing", "receive_id_type": "chat_id"})
+    events.drain()
+    assert job_statuses("scheduler") == ["unknown", "queued", "queued"]
+    assert titles(feishu) == ["event 0"]  # it did arrive, but Herald cannot know that
+    assert titles(feishu, "oc_billing") == ["billing"]
+    ((job, head),) = operations().blocked()
+    assert job.job_id == "scheduler:1" and head.waiting == 3 and job.marked_at_ms > 0
+    resolved = operations().requeue("scheduler:1", by="alice", note="checked Feishu")
+    assert resolved.resolutions[-1]["by"] == "alice" and resolved.resolutions[-1]["from"] == "unknown"
+    events.drain()
+    # Feishu's uuid drops the resend of the same job: the card arrived once, then the rest in order.
+    assert titles(feishu) == ["event 0", "event 1", "event 2"]
+    assert job_statuses("scheduler") == ["succeeded"] * 3
+
+
+def test_unknown_resolved_as_sent_records_the_message_and_later_revisions_update_it(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    feishu.queue_faults({"op": "send", "after_send": True})
+    partner.accept("e1", event_id="job-7", revision=1, title="r1")
+    partner.accept("e2", event_id="job-7", revision=2, title="r2")
+    events.drain()
+    (sent,) = feishu.log
+    job = operations().sent("scheduler:1", sent["message_id"], by="bob")
+    assert job.status is JobStatus.SUCCEEDED and job.message_id == sent["message_id"]
+    events.drain()
+    assert [(e["op"], e["message_id"]) for e in feishu.log] == [
+        ("send", sent["message_id"]),
+        ("update", sent["message_id"]),
+    ]
+
+
+def test_worker_dying_after_the_mark_leaves_unknown_and_before_it_runs_again(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    partner.accept("e1", title="one")
+    partner.accept("e2", title="two")
+    store = job_store()
+    past = now_ms() - 1
+    # A worker claimed job 1 and died before any external write; its lease ran out.
+    store.claim(store.job("scheduler", 1), "dead-worker", past, past)  # type: ignore[arg-type]
+    events.drain()
+    assert titles(feishu) == ["one", "two"]
+    # A worker claimed job 3, marked its side effect, and died; its lease ran out.
+    partner.accept("e3", title="three")
+    events.pump_stream()
+    marked = store.mark(store.claim(store.job("scheduler", 3), "dead-worker", past, past), past)  # type: ignore[arg-type]
+    assert marked.marked_at_ms
+    events.drain()
+    third = store.job("scheduler", 3)
+    assert third is not None and third.status is JobStatus.UNKNOWN and "interrupted" in third.last_error
+    assert titles(feishu) == ["one", "two"]
+
+
+def test_job_whose_target_was_removed_before_delivery_is_not_delivered_and_does_not_block(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, service_keys: ServiceKeys
+) -> None:
+    partner.accept("e1", title="to a chat no longer allowed")
+    partner.accept("e2", title="still allowed", target={**TARGET, "receive_id": "oc_other"})
+    service_keys.set_targets("scheduler", [], ["chat_id:oc_ops"])
+    events.drain()
+    assert titles(feishu) == [] and titles(feishu, "oc_other") == ["still allowed"]
+    first = job_store().job("scheduler", 1)
+    assert first is not None and first.status is JobStatus.REJECTED and first.outcome == "target_not_allowed"
+
+
+def test_redriven_old_dispatch_message_neither_resends_nor_reorders(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    for n in range(3):
+        partner.accept(f"e{n}", title=f"event {n}")
+    events.drain()
+    old = events.received[0]
+    feishu.queue_faults({"op": "send", "after_send": True})
+    partner.accept("e3", title="event 3")
+    partner.accept("e4", title="event 4")
+    events.drain()
+    assert job_statuses("scheduler")[3:] == ["unknown", "queued"]
+    sqs = boto3.client("sqs")
+    for generation in range(3):  # an operator redrives the first message again, past FIFO deduplication
+        sqs.send_message(
+            QueueUrl=events.queue_url, MessageBody=old["Body"], MessageGroupId="scheduler",
+            MessageDeduplicationId=f"redrive-{generation}",
+        )  # fmt: skip
+        events.drain()
+    assert titles(feishu) == ["event 0", "event 1", "event 2", "event 3"]
+    assert job_statuses("scheduler")[3:] == ["unknown", "queued"]
+    assert json.loads(old["Body"])["service_id"] == "scheduler"
+
+
+def test_operator_resolution_of_a_job_that_is_not_blocked_is_refused(partner: Partner, events: EventsPipeline) -> None:
+    partner.accept("e1")
+    events.drain()
+    with pytest.raises(Exception, match="not failed or unknown"):
+        operations().requeue("scheduler:1", by="alice")
+    with pytest.raises(Exception, match="no job"):
+        operations().skip("scheduler:99", by="alice")
