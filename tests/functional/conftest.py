@@ -11,10 +11,12 @@ from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from herald.settings import get_settings
 from herald_dev import moto_patches
+from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from herald_dev.template import LocalStack
 from tests.conftest import clear_herald_caches
 from tests.support.aws import create_stack
+from tests.support.events import EventsPipeline
 from tests.support.pipeline import ConfirmPipeline
 
 
@@ -70,3 +72,22 @@ def producer(service_keys: ServiceKeys) -> dict[str, str]:
 @pytest.fixture
 def service_keys(aws: LocalStack) -> ServiceKeys:
     return ServiceKeys(DynamoServiceKeyStore(get_settings().service_keys_table))
+
+
+@pytest.fixture
+def feishu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeFeishu]:
+    fake = FakeFeishu().start()
+    monkeypatch.setenv("HERALD_FEISHU_BASE_URL", fake.url)
+    monkeypatch.setenv("HERALD_FEISHU_APP_ID", fake.app_id)
+    monkeypatch.setenv("HERALD_FEISHU_APP_SECRET", fake.app_secret)
+    monkeypatch.setenv("HERALD_EVENTS_RETRY_BASE_MS", "1")
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def events(aws: LocalStack, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch) -> EventsPipeline:
+    monkeypatch.setenv("HERALD_EVENTS_QUEUE_URL", aws.resolve({"Ref": "EventsQueue"}))
+    monkeypatch.setenv("HERALD_EVENTS_DLQ_URL", aws.resolve({"Ref": "EventsDeadLetters"}))
+    clear_herald_caches()
+    return EventsPipeline(aws)

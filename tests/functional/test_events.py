@@ -7,7 +7,6 @@ function entry points; cards land in the fake Feishu on loopback.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,30 +19,9 @@ from herald.clock import now_ms
 from herald.events.models import JobStatus
 from herald.events.wiring import job_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
-from herald_dev.template import LocalStack
-from tests.conftest import clear_herald_caches
 from tests.support.events import EventsPipeline
 
 TARGET = {"receive_id": "oc_ops", "receive_id_type": "chat_id"}
-
-
-@pytest.fixture
-def feishu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeFeishu]:
-    fake = FakeFeishu().start()
-    monkeypatch.setenv("HERALD_FEISHU_BASE_URL", fake.url)
-    monkeypatch.setenv("HERALD_FEISHU_APP_ID", fake.app_id)
-    monkeypatch.setenv("HERALD_FEISHU_APP_SECRET", fake.app_secret)
-    monkeypatch.setenv("HERALD_EVENTS_RETRY_BASE_MS", "1")
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
-def events(aws: LocalStack, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch) -> EventsPipeline:
-    monkeypatch.setenv("HERALD_EVENTS_QUEUE_URL", aws.resolve({"Ref": "EventsQueue"}))
-    monkeypatch.setenv("HERALD_EVENTS_DLQ_URL", aws.resolve({"Ref": "EventsDeadLetters"}))
-    clear_herald_caches()
-    return EventsPipeline(aws)
 
 
 class Partner:

@@ -24,8 +24,12 @@ def dynamodb_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str 
 
 @pytest.fixture(scope="session")
 def cloud(tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None) -> Iterator[LocalCloudProcess]:
-    """The real template.yaml, served as `make dev` serves it."""
-    process = LocalCloudProcess(tmp_path_factory.mktemp("cloud"), dynamodb_endpoint=dynamodb_endpoint).start()
+    """The real template.yaml, served as `make dev` serves it (external-event retries start at one second)."""
+    process = LocalCloudProcess(
+        tmp_path_factory.mktemp("cloud"),
+        dynamodb_endpoint=dynamodb_endpoint,
+        env={"HERALD_EVENTS_RETRY_BASE_MS": "500", "HERALD_EVENTS_MAX_ATTEMPTS": "10"},
+    ).start()
     yield process
     process.stop()
 

@@ -3,6 +3,7 @@ table's stream to the outbox function, dispatch messages to the worker (deleting
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import boto3
@@ -24,12 +25,18 @@ class EventsPipeline:
         self.dlq_url = stack.resolve({"Ref": "EventsDeadLetters"})
         self.sqs = boto3.client("sqs")
         self.received: list[dict[str, Any]] = []  # every dispatch message the worker was given
-        self._deferred: list[str] = []  # receipt handles of messages the worker handed back for later
+        self._deferred: list[str] = []
+        self._stream_lock = threading.Lock()  # receipt handles of messages the worker handed back for later
 
     def pump_stream(self) -> int:
-        records = self.stream.read()
-        if records:
-            self.outbox({"Records": records}, FakeLambdaContext())
+        if not self._stream_lock.acquire(blocking=False):  # one reader of the stream, as Lambda has per shard
+            return 0
+        try:
+            records = self.stream.read()
+            if records:
+                self.outbox({"Records": records}, FakeLambdaContext())
+        finally:
+            self._stream_lock.release()
         return len(records)
 
     def pump_queue(self, visibility_timeout: int | None = None) -> int:

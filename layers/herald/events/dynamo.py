@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -215,16 +216,19 @@ class DynamoJobStore(DynamoTable):
     # ------------------------------------------------------------------ the job's transitions
     def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
         try:
-            self._ddb.update_item(
-                TableName=self._table,
-                Key=_key(service_pk(service_id), HEAD),
-                UpdateExpression="SET done_seq = :to",
-                ConditionExpression="done_seq = :from",
-                ExpressionAttributeValues={":to": to_attr(to_seq), ":from": to_attr(from_seq)},
-            )
+            self._ddb.update_item(**self._advance(service_id, from_seq, to_seq))
         except ClientError as exc:
             if not is_conditional_check_failed(exc):
                 raise
+
+    def _advance(self, service_id: str, from_seq: int, to_seq: int) -> Any:
+        return {
+            "TableName": self._table,
+            "Key": _key(service_pk(service_id), HEAD),
+            "UpdateExpression": "SET done_seq = :to",
+            "ConditionExpression": "done_seq = :from",
+            "ExpressionAttributeValues": {":to": to_attr(to_seq), ":from": to_attr(from_seq)},
+        }
 
     def _update_job(
         self,
@@ -268,13 +272,23 @@ class DynamoJobStore(DynamoTable):
             "ExpressionAttributeValues": values,
         }
 
-    def _guarded(self, action: Any) -> None:
+    def _guarded(self, write: Callable[[], Any], job: Job, landed: Callable[[Job], bool]) -> None:
+        """Run one conditional write of `job`. When its condition fails, the job is read again: a write whose
+        earlier try landed (a timeout the SDK retried) is done; anything else means the job moved on."""
         try:
-            action()
+            write()
         except ClientError as exc:
-            if is_conditional_check_failed(exc) or is_transaction_cancelled(exc):
-                raise StaleJob(str(exc)) from exc
-            raise
+            if not (is_conditional_check_failed(exc) or is_transaction_cancelled(exc)):
+                raise
+            current = self.job(job.service_id, job.seq)
+            if current is not None and landed(current):
+                return
+            raise StaleJob(str(exc)) from exc
+
+    @staticmethod
+    def _now_by(job: Job, status: JobStatus) -> Callable[[Job], bool]:
+        """The job is in `status` by the same attempt: this write (or its earlier try) took it there."""
+        return lambda current: current.status is status and current.attempt_id == job.attempt_id
 
     def claim(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job:
         if job.status is JobStatus.RUNNING:  # its worker died before the mark and its lease ran out
@@ -290,7 +304,12 @@ class DynamoJobStore(DynamoTable):
             "attempts": job.attempts + 1,
             "updated_at_ms": now,
         }
-        self._guarded(lambda: self._update_job(job, sets, condition=condition, condition_values=guard))
+        claimed = replace(job, attempt_id=attempt_id)
+        self._guarded(
+            lambda: self._update_job(job, sets, condition=condition, condition_values=guard),
+            job,
+            self._now_by(claimed, JobStatus.RUNNING),
+        )
         return replace(
             job,
             status=JobStatus.RUNNING,
@@ -300,7 +319,11 @@ class DynamoJobStore(DynamoTable):
         )
 
     def mark(self, job: Job, now: int) -> Job:
-        self._guarded(lambda: self._update_job(job, {"marked_at_ms": now, "updated_at_ms": now}))
+        self._guarded(
+            lambda: self._update_job(job, {"marked_at_ms": now, "updated_at_ms": now}),
+            job,
+            lambda current: self._now_by(job, JobStatus.RUNNING)(current) and current.marked_at_ms == now,
+        )
         return replace(job, marked_at_ms=now)
 
     def retry(self, job: Job, error: str, next_attempt_at_ms: int, now: int) -> None:
@@ -310,7 +333,12 @@ class DynamoJobStore(DynamoTable):
             "last_error": error[:1000],
             "updated_at_ms": now,
         }
-        self._guarded(lambda: self._update_job(job, sets, ("attempt_id", "lock_until_ms", "marked_at_ms")))
+        # The attempt id stays (a claim replaces it), so a retried write can recognise its own landing.
+        self._guarded(
+            lambda: self._update_job(job, sets, ("lock_until_ms", "marked_at_ms")),
+            job,
+            self._now_by(job, JobStatus.QUEUED),
+        )
 
     def block(self, job: Job, status: JobStatus, reason: str, now: int, expires_at_ms: int | None) -> None:
         sets: dict[str, Any] = {
@@ -323,7 +351,7 @@ class DynamoJobStore(DynamoTable):
         }
         if expires_at_ms is not None:
             sets["expires_at"] = _seconds(expires_at_ms)
-        self._guarded(lambda: self._update_job(job, sets, ("lock_until_ms",)))
+        self._guarded(lambda: self._update_job(job, sets, ("lock_until_ms",)), job, self._now_by(job, status))
 
     def complete(
         self,
@@ -346,10 +374,11 @@ class DynamoJobStore(DynamoTable):
         items: list[TransactWriteItemTypeDef] = [
             {"Update": self._job_update(job, sets, ("lock_until_ms", "attention", "attention_sk"))},
             self._dedup_expiry(job, expires_at_ms),
+            {"Update": self._advance(job.service_id, job.seq - 1, job.seq)},  # the head moves with its job
         ]
         if card is not None:
             items.append(self._card_put(card, now))
-        self._guarded(lambda: self._transact(items))
+        self._guarded(lambda: self._transact(items), job, self._now_by(job, status))
 
     def resolve(
         self,
@@ -395,7 +424,11 @@ class DynamoJobStore(DynamoTable):
             items.append(self._dedup_expiry(job, expires_at_ms))
         if card is not None:
             items.append(self._card_put(card, now))
-        self._guarded(lambda: self._transact(items))
+        self._guarded(
+            lambda: self._transact(items),
+            job,
+            lambda current: current.generation == resolved.generation and current.status is status,
+        )
         return resolved
 
     def _dedup_expiry(self, job: Job, expires_at_ms: int) -> TransactWriteItemTypeDef:

@@ -116,7 +116,9 @@ class JobStore(Protocol):
 
 
 class TargetPolicy(Protocol):
-    def allows(self, service_id: str, target: Target) -> bool: ...
+    def allowed_targets(self, service_id: str) -> frozenset[str]:
+        """Where the service's events may go now (`receive_id_type:receive_id`)."""
+        ...
 
 
 class Messenger(Protocol):
@@ -193,9 +195,9 @@ class ServiceTargets:
     def __init__(self, services: ServiceKeyStore) -> None:
         self._services = services
 
-    def allows(self, service_id: str, target: Target) -> bool:
+    def allowed_targets(self, service_id: str) -> frozenset[str]:
         service = self._services.get_service(service_id)
-        return service is not None and target.key in service.allowed_targets
+        return service.allowed_targets if service is not None else frozenset()
 
 
 class EventIntake:
@@ -242,15 +244,22 @@ class EventDispatcher:
         self._on_outcome = on_outcome or (lambda job, outcome: None)
 
     def drain(self, service_id: str, remaining_ms: Callable[[], int]) -> DrainResult:
+        allowed = self._targets.allowed_targets(service_id)  # read once a drain: a narrowing applies from the next
+        done = self._store.head(service_id).done_seq
         while True:
-            head = self._store.head(service_id)
-            if head.caught_up:
-                return DrainResult.CAUGHT_UP
-            seq = head.done_seq + 1
+            seq = done + 1
             job = self._store.job(service_id, seq)
-            if job is None or job.status.completed:
-                # Finished (or a blocked job removed by its configured TTL): move the cursor past it.
-                self._store.advance(service_id, head.done_seq, seq)
+            if job is None:
+                head = self._store.head(service_id)
+                if head.next_seq < seq:
+                    return DrainResult.CAUGHT_UP
+                if head.done_seq < seq:  # a blocked job removed by its configured TTL: the service goes on
+                    self._store.advance(service_id, done, seq)
+                done = max(seq, head.done_seq)
+                continue
+            if job.status.completed:  # finished by an operator's resolution: move the cursor past it
+                self._store.advance(service_id, done, seq)
+                done = seq
                 continue
             if job.status.blocking:
                 return DrainResult.BLOCKED
@@ -270,34 +279,34 @@ class EventDispatcher:
                 claimed = self._store.claim(job, secrets.token_hex(8), now + self._policy.lease_ms, now)
             except StaleJob:
                 continue
-            self._run(claimed)
+            if not self._run(claimed, allowed):
+                return DrainResult.BLOCKED
+            done = seq
 
     # ------------------------------------------------------------------ one attempt
-    def _run(self, job: Job) -> None:
+    def _run(self, job: Job, allowed: frozenset[str]) -> bool:
+        """One attempt of the head job: True when it finished (the head moved past it), False when it blocks."""
         event = job.event
-        if not self._targets.allows(job.service_id, event.target):
-            self._complete(job, JobStatus.REJECTED, "target_not_allowed", "", None)
-            return
+        if event.target.key not in allowed:
+            return self._complete(job, JobStatus.REJECTED, "target_not_allowed", "", None)
         current: CardMessage | None = None
         decision = CardDecision.SEND
         if event.card_id is not None and event.revision is not None:
             current = self._store.card(job.service_id, event.card_id, event.target)
             decision = decide_card(current, event.revision, job.content_hash)
             if decision in (CardDecision.STALE, CardDecision.SAME):
-                self._complete(job, JobStatus.SUCCEEDED, str(decision), current.message_id if current else "", None)
-                return
+                message_id = current.message_id if current else ""
+                return self._complete(job, JobStatus.SUCCEEDED, str(decision), message_id, None)
             if decision is CardDecision.CONFLICT:
-                self._block(
+                return self._block(
                     job,
                     JobStatus.FAILED,
                     f"revision {event.revision} of card {event.card_id} was already delivered with other content",
                 )
-                return
         try:
             self._messenger.tenant_access_token()  # before the mark: a token failure touches nothing
         except FeishuError as exc:
-            self._not_done(job, exc)
-            return
+            return self._not_done(job, exc)
         job = self._store.mark(job, self._clock())
         try:
             if decision is CardDecision.UPDATE and current is not None:
@@ -310,14 +319,12 @@ class EventDispatcher:
                 outcome = "sent"
         except FeishuError as exc:
             if exc.maybe_delivered:
-                self._block(job, JobStatus.UNKNOWN, str(exc))
-            else:
-                self._not_done(job, exc)
-            return
+                return self._block(job, JobStatus.UNKNOWN, str(exc))
+            return self._not_done(job, exc)
         except Exception as exc:
             self._block(job, JobStatus.UNKNOWN, f"interrupted after its side effect was marked: {exc!r}")
             raise
-        self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, self._card_write(job, message_id, current))
+        return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, self._card_write(job, message_id, current))
 
     def _card_write(self, job: Job, message_id: str, current: CardMessage | None) -> CardWrite | None:
         event = job.event
@@ -331,24 +338,24 @@ class EventDispatcher:
             expected_revision=current.revision if current else None,
         )
 
-    def _not_done(self, job: Job, exc: FeishuError) -> None:
+    def _not_done(self, job: Job, exc: FeishuError) -> bool:
         """The provider did not act: retry with backoff while it may succeed and attempts remain."""
         if not exc.retryable:
-            self._block(job, JobStatus.FAILED, str(exc))
-        elif job.attempts >= self._policy.max_attempts:
-            self._block(job, JobStatus.FAILED, f"gave up after {job.attempts} attempts: {exc}")
-        else:
-            now = self._clock()
-            self._store.retry(job, str(exc), now + self._policy.backoff_ms(job.attempts), now)
-            self._on_outcome(job, "retry")
-            raise NotYet(f"job {job.job_id} failed before delivery: {exc}", self._policy.backoff_ms(job.attempts))
+            return self._block(job, JobStatus.FAILED, str(exc))
+        if job.attempts >= self._policy.max_attempts:
+            return self._block(job, JobStatus.FAILED, f"gave up after {job.attempts} attempts: {exc}")
+        now = self._clock()
+        self._store.retry(job, str(exc), now + self._policy.backoff_ms(job.attempts), now)
+        self._on_outcome(job, "retry")
+        raise NotYet(f"job {job.job_id} failed before delivery: {exc}", self._policy.backoff_ms(job.attempts))
 
-    def _block(self, job: Job, status: JobStatus, reason: str) -> None:
+    def _block(self, job: Job, status: JobStatus, reason: str) -> bool:
         now = self._clock()
         self._store.block(job, status, reason, now, self._policy.blocked_expiry(now))
         self._on_outcome(job, str(status))
+        return False
 
-    def _complete(self, job: Job, status: JobStatus, outcome: str, message_id: str, card: CardWrite | None) -> None:
+    def _complete(self, job: Job, status: JobStatus, outcome: str, message_id: str, card: CardWrite | None) -> bool:
         now = self._clock()
         try:
             self._store.complete(job, status, outcome, message_id, now, now + self._policy.retention_ms, card)
@@ -357,9 +364,9 @@ class EventDispatcher:
                 raise
             # The card mapping moved under us (only a writer outside this queue can do that): the message
             # went out, but what the card now shows is not known here.
-            self._block(job, JobStatus.UNKNOWN, f"delivered as {message_id}, but the card mapping changed meanwhile")
-            return
+            return self._block(job, JobStatus.UNKNOWN, f"delivered as {message_id}; the card mapping changed meanwhile")
         self._on_outcome(job, outcome)
+        return True
 
 
 class EventOperations:

@@ -1,0 +1,110 @@
+"""DynamoDB cost of an external event: requests and reported capacity, from intake to its Feishu card.
+
+Runs in process on moto (the workers fed as their event source mappings would; the fake Feishu on loopback)
+with the meter of confirm_costs.py. moto reports fixed units per call, so the request counts are the
+figures to read.
+
+    python tests/bench/events_costs.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
+
+from tests.bench.confirm_costs import Meter, install_hooks, metered  # noqa: E402
+
+
+def main() -> None:
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": "ERROR",
+        }
+    )
+    from fastapi.testclient import TestClient
+    from moto import mock_aws
+
+    from herald_dev.fakes.feishu import FakeFeishu
+    from tests.conftest import TEST_ENV, clear_herald_caches
+    from tests.support.aws import create_stack
+    from tests.support.events import EventsPipeline
+
+    fake = FakeFeishu().start()
+    os.environ.update({k: v for k, v in TEST_ENV.items() if not k.startswith("AWS_")})
+    os.environ.update(
+        {
+            "HERALD_FEISHU_BASE_URL": fake.url,
+            "HERALD_FEISHU_APP_ID": fake.app_id,
+            "HERALD_FEISHU_APP_SECRET": fake.app_secret,
+        }
+    )
+    with mock_aws():
+        install_hooks()
+        stack = create_stack()
+        os.environ["HERALD_EVENTS_QUEUE_URL"] = stack.resolve({"Ref": "EventsQueue"})
+        os.environ["HERALD_EVENTS_DLQ_URL"] = stack.resolve({"Ref": "EventsDeadLetters"})
+        clear_herald_caches()
+        from herald.api.app import create_app
+        from herald.auth.dynamo import DynamoServiceKeyStore
+        from herald.auth.service_keys import ServiceKeys
+        from herald.settings import get_settings
+
+        keys = ServiceKeys(DynamoServiceKeyStore(get_settings().service_keys_table))
+        key, _ = keys.create_key("scheduler", ["/events/external"])
+        keys.set_targets("scheduler", ["chat_id:oc_ops"], [])
+        api = TestClient(create_app())
+        pipeline = EventsPipeline(stack)
+        headers = {"Authorization": f"Bearer {key}"}
+        results: list[tuple[str, Meter]] = []
+
+        def post(event_id: str, /, **data: Any) -> Any:
+            body = {
+                "event_id": event_id,
+                "event_type": "job.failed",
+                "data": {
+                    "title": "t",
+                    "status": "failed",
+                    "target": {"receive_id": "oc_ops", "receive_id_type": "chat_id"},
+                    **data,
+                },
+            }
+            return api.post("/events/external", json=body, headers=headers)
+
+        def measure(label: str, action: Callable[[], Any]) -> None:
+            meter = Meter()
+            with metered(meter):
+                action()
+            results.append((label, meter))
+
+        post("warm-up")
+        pipeline.drain()
+        measure("accept an event (HTTP 202)", lambda: post("e1", event_id="card-1", revision=1))
+        measure("its dispatch: outbox + worker -> card sent", pipeline.drain)
+        measure("the same event again (202 duplicate)", lambda: post("e1", event_id="card-1", revision=1))
+        measure("accept revision 2 of the card", lambda: post("e2", event_id="card-1", revision=2, status="ok"))
+        measure("its dispatch -> card updated", pipeline.drain)
+        measure("accept an older revision", lambda: post("e3", event_id="card-1", revision=1, summary="old"))
+        measure("its dispatch -> skipped (stale)", pipeline.drain)
+    fake.stop()
+
+    print(f"{'operation':<44} {'table':<22} {'request':<22} {'count':>5}")
+    for label, meter in results:
+        for row, ((table, kind), count) in enumerate(sorted(meter.requests.items())):
+            print(f"{label if row == 0 else '':<44} {table:<22} {kind:<22} {count:>5}")
+        capacity = ", ".join(f"{t} {u:g}" for t, u in sorted(meter.capacity.items()))
+        print(f"{'':<44} reported capacity units: {capacity}")
+
+
+if __name__ == "__main__":
+    main()
