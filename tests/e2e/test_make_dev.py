@@ -29,6 +29,7 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
         "HERALD_WS_PORT": str(ws_port),
         "HERALD_MOTO_PORT": str(moto_port),
         "HERALD_TENCENT_IM_PORT": str(free_port()),
+        "HERALD_FEISHU_PORT": str(free_port()),
         "HERALD_LOCAL_STATE": str(state),
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",

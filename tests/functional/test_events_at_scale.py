@@ -24,7 +24,7 @@ def test_events_of_6_services_with_random_transient_failures_arrive_once_each_in
     api: TestClient, service_keys: ServiceKeys, events: EventsPipeline, feishu: FakeFeishu
 ) -> None:
     partners = [Partner(api, service_keys, f"svc{i}", [f"chat_id:oc_svc{i}"]) for i in range(SERVICES)]
-    feishu._chaos = (0.05, random.Random(11))
+    feishu._chaos = (0.1, random.Random(11))
     posted = threading.Event()
 
     def post_all(index: int) -> None:
@@ -50,7 +50,7 @@ def test_events_of_6_services_with_random_transient_failures_arrive_once_each_in
         for future in pumps:
             future.result()
 
-    assert feishu.stats["refused"] > 3, "the run should have met transient failures"
+    assert feishu.stats["refused"] > 0, "the run should have met transient failures"
     for index in range(SERVICES):
         delivered = [entry["title"] for entry in feishu.log if entry["receive_id"] == f"oc_svc{index}"]
         assert delivered == [f"svc{index} #{n}" for n in range(PER_SERVICE)]
