@@ -1,7 +1,7 @@
 """DynamoDB cost of an external event: requests and reported capacity, from intake to its Feishu card.
 
 Runs in process on moto (the workers fed as their event source mappings would; the fake Feishu on loopback)
-with the meter of confirm_costs.py. moto reports fixed units per call, so the request counts are the
+with the meter of metering.py. moto reports fixed units per call, so the request counts are the
 figures to read.
 
     python tests/bench/events_costs.py
@@ -18,30 +18,20 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 
-from tests.bench.confirm_costs import Meter, install_hooks, metered  # noqa: E402
+from tests.bench.metering import Meter, bench_environment, install_hooks, metered, print_report  # noqa: E402
 
 
 def main() -> None:
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "bench",
-            "AWS_SECRET_ACCESS_KEY": "bench",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "POWERTOOLS_TRACE_DISABLED": "true",
-            "POWERTOOLS_METRICS_DISABLED": "true",
-            "POWERTOOLS_LOG_LEVEL": "ERROR",
-        }
-    )
+    bench_environment()
     from fastapi.testclient import TestClient
     from moto import mock_aws
 
     from herald_dev.fakes.feishu import FakeFeishu
-    from tests.conftest import TEST_ENV, clear_herald_caches
+    from tests.conftest import clear_herald_caches
     from tests.support.aws import create_stack
     from tests.support.events import EventsPipeline
 
     fake = FakeFeishu().start()
-    os.environ.update({k: v for k, v in TEST_ENV.items() if not k.startswith("AWS_")})
     os.environ.update(
         {
             "HERALD_FEISHU_BASE_URL": fake.url,
@@ -98,12 +88,7 @@ def main() -> None:
         measure("its dispatch -> skipped (stale)", pipeline.drain)
     fake.stop()
 
-    print(f"{'operation':<44} {'table':<22} {'request':<22} {'count':>5}")
-    for label, meter in results:
-        for row, ((table, kind), count) in enumerate(sorted(meter.requests.items())):
-            print(f"{label if row == 0 else '':<44} {table:<22} {kind:<22} {count:>5}")
-        capacity = ", ".join(f"{t} {u:g}" for t, u in sorted(meter.capacity.items()))
-        print(f"{'':<44} reported capacity units: {capacity}")
+    print_report(results)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 
-from tests.bench.confirm_costs import Meter, install_hooks, metered  # noqa: E402
+from tests.bench.metering import Meter, install_hooks, metered  # noqa: E402
 
 
 def _seed(client: Any, table: str, user: str, count: int, now: int) -> None:

@@ -141,7 +141,8 @@ def test_events_are_delivered_in_receive_order_with_one_token_for_many_sends(
     assert titles(feishu) == [f"event {n}" for n in range(8)]
     assert feishu.stats["token_requests"] == 1 and feishu.stats["sends"] == 8
     assert job_statuses("scheduler") == ["succeeded"] * 8
-    assert job_store().head("scheduler").caught_up
+    head = job_store().head("scheduler")
+    assert (head.done_seq, head.next_seq) == (8, 8)
 
 
 def test_card_revisions_update_forward_and_never_back(
@@ -219,7 +220,7 @@ def test_send_interrupted_after_the_mark_is_unknown_and_blocks_until_resolved(
     assert titles(feishu) == ["event 0"]  # it did arrive, but Herald cannot know that
     assert titles(feishu, "oc_billing") == ["billing"]
     ((job, head),) = operations().blocked()
-    assert job.job_id == "scheduler:1" and head.waiting == 3 and job.marked_at_ms > 0
+    assert job.job_id == "scheduler:1" and (head.done_seq, head.next_seq) == (0, 3) and job.marked_at_ms > 0
     resolved = operations().requeue("scheduler:1", by="alice", note="checked Feishu")
     assert resolved.resolutions[-1]["by"] == "alice" and resolved.resolutions[-1]["from"] == "unknown"
     events.drain()
@@ -310,3 +311,4 @@ def test_operator_resolution_of_a_job_that_is_not_blocked_is_refused(partner: Pa
         operations().requeue("scheduler:1", by="alice")
     with pytest.raises(Exception, match="no job"):
         operations().skip("scheduler:99", by="alice")
+

@@ -1,4 +1,4 @@
-"""A tiny threaded JSON HTTP server on loopback that provider fakes build on."""
+"""A tiny threaded JSON HTTP server on loopback, and the base of the provider fakes built on it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 
@@ -71,3 +71,25 @@ class LoopbackServer:
                 return
 
         return _Handler
+
+
+class LoopbackFake:
+    """A provider fake: one loopback server answering with `_handle`, and a lock for the fake's state."""
+
+    def __init__(self, port: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._server = LoopbackServer(self._handle, port=port)
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def start(self) -> Self:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def _handle(self, request: Request) -> Response:
+        raise NotImplementedError

@@ -21,13 +21,12 @@ import json
 import logging
 import random
 import secrets
-import threading
 import time
 from collections import deque
 from typing import Any
 
 from herald.providers.feishu import MESSAGES_PATH, RECEIVE_ID_TYPES, TOKEN_PATH
-from herald_dev.fakes._server import LoopbackServer, Request, Response
+from herald_dev.fakes._server import LoopbackFake, Request, Response
 
 log = logging.getLogger("fake-feishu")
 
@@ -38,7 +37,7 @@ def _error(code: int, msg: str, status: int = 400) -> Response:
     return status, {"code": code, "msg": msg}, _JSON
 
 
-class FakeFeishu:
+class FakeFeishu(LoopbackFake):
     def __init__(
         self,
         app_id: str = "cli_fake_herald",
@@ -56,19 +55,7 @@ class FakeFeishu:
         self._uuids: dict[str, str] = {}
         self._faults: deque[dict[str, Any]] = deque()
         self._chaos: tuple[float, random.Random] | None = None
-        self._lock = threading.Lock()
-        self._server = LoopbackServer(self._handle, port=port)
-
-    @property
-    def url(self) -> str:
-        return self._server.url
-
-    def start(self) -> FakeFeishu:
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
+        super().__init__(port)
 
     def queue_faults(self, *faults: dict[str, Any]) -> None:
         with self._lock:

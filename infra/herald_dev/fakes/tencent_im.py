@@ -13,14 +13,13 @@ from __future__ import annotations
 import html
 import json
 import logging
-import threading
 import time
 import uuid
 from collections import deque
 from typing import Any
 
 from herald.providers.tencent_im import SENDMSG_PATH, verify_user_sig
-from herald_dev.fakes._server import LoopbackServer, Request, Response
+from herald_dev.fakes._server import LoopbackFake, Request, Response
 
 log = logging.getLogger("fake-tencent-im")
 
@@ -29,7 +28,7 @@ def _fail(code: int, info: str) -> Response:
     return 200, {"ActionStatus": "FAIL", "ErrorCode": code, "ErrorInfo": info}, "application/json"
 
 
-class FakeTencentIm:
+class FakeTencentIm(LoopbackFake):
     def __init__(
         self,
         sdk_app_id: int = 1400000001,
@@ -43,19 +42,7 @@ class FakeTencentIm:
         self.messages: list[dict[str, Any]] = []
         self.requests = 0
         self._faults: deque[dict[str, Any]] = deque()
-        self._lock = threading.Lock()
-        self._server = LoopbackServer(self._handle, port=port)
-
-    @property
-    def url(self) -> str:
-        return self._server.url
-
-    def start(self) -> FakeTencentIm:
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
+        super().__init__(port)
 
     def queue_faults(self, *faults: dict[str, Any]) -> None:
         """Each fault answers one request: {"status": 500} or {"error_code": 20003, "info": "..."}."""

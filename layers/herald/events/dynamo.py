@@ -103,8 +103,8 @@ def job_from_item(item: dict[str, Any]) -> Job:
     )
 
 
-def is_job(item: dict[str, Any] | None) -> bool:
-    return bool(item) and item.get("item_type") == JOB_ITEM  # type: ignore[union-attr]
+def is_job(item: dict[str, Any]) -> bool:
+    return item.get("item_type") == JOB_ITEM
 
 
 class DynamoJobStore(DynamoTable):
@@ -230,17 +230,6 @@ class DynamoJobStore(DynamoTable):
             "ExpressionAttributeValues": {":to": to_attr(to_seq), ":from": to_attr(from_seq)},
         }
 
-    def _update_job(
-        self,
-        job: Job,
-        sets: dict[str, Any],
-        removes: tuple[str, ...] = (),
-        condition: str = "#status = :was AND attempt_id = :attempt",
-        condition_values: dict[str, Any] | None = None,
-    ) -> None:
-        """One conditional transition of a job; StaleJob when the job moved on meanwhile."""
-        self._ddb.update_item(**self._job_update(job, sets, removes, condition, condition_values))
-
     def _job_update(
         self,
         job: Job,
@@ -306,7 +295,7 @@ class DynamoJobStore(DynamoTable):
         }
         claimed = replace(job, attempt_id=attempt_id)
         self._guarded(
-            lambda: self._update_job(job, sets, condition=condition, condition_values=guard),
+            lambda: self._ddb.update_item(**self._job_update(job, sets, condition=condition, condition_values=guard)),
             job,
             self._now_by(claimed, JobStatus.RUNNING),
         )
@@ -320,7 +309,7 @@ class DynamoJobStore(DynamoTable):
 
     def mark(self, job: Job, now: int) -> Job:
         self._guarded(
-            lambda: self._update_job(job, {"marked_at_ms": now, "updated_at_ms": now}),
+            lambda: self._ddb.update_item(**self._job_update(job, {"marked_at_ms": now, "updated_at_ms": now})),
             job,
             lambda current: self._now_by(job, JobStatus.RUNNING)(current) and current.marked_at_ms == now,
         )
@@ -335,7 +324,7 @@ class DynamoJobStore(DynamoTable):
         }
         # The attempt id stays (a claim replaces it), so a retried write can recognise its own landing.
         self._guarded(
-            lambda: self._update_job(job, sets, ("lock_until_ms", "marked_at_ms")),
+            lambda: self._ddb.update_item(**self._job_update(job, sets, ("lock_until_ms", "marked_at_ms"))),
             job,
             self._now_by(job, JobStatus.QUEUED),
         )
@@ -351,7 +340,11 @@ class DynamoJobStore(DynamoTable):
         }
         if expires_at_ms is not None:
             sets["expires_at"] = _seconds(expires_at_ms)
-        self._guarded(lambda: self._update_job(job, sets, ("lock_until_ms",)), job, self._now_by(job, status))
+        self._guarded(
+            lambda: self._ddb.update_item(**self._job_update(job, sets, ("lock_until_ms",))),
+            job,
+            self._now_by(job, status),
+        )
 
     def complete(
         self,

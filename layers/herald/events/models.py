@@ -159,14 +159,6 @@ class ServiceHead:
     next_seq: int = 0
     done_seq: int = 0
 
-    @property
-    def caught_up(self) -> bool:
-        return self.done_seq >= self.next_seq
-
-    @property
-    def waiting(self) -> int:
-        return self.next_seq - self.done_seq
-
 
 @dataclass(frozen=True)
 class CardMessage:

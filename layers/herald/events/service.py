@@ -200,6 +200,23 @@ class ServiceTargets:
         return service.allowed_targets if service is not None else frozenset()
 
 
+def card_write(job: Job, message_id: str, current: CardMessage | None) -> CardWrite | None:
+    """The card mapping a delivered job leaves: none for a one-off event, or when `current` already shows a
+    newer revision (the mapping stays)."""
+    event = job.event
+    if event.card_id is None or event.revision is None:
+        return None
+    if current is not None and current.revision > event.revision:
+        return None
+    return CardWrite(
+        service_id=job.service_id,
+        card_id=event.card_id,
+        target=event.target,
+        card=CardMessage(message_id=message_id, revision=event.revision, content_hash=job.content_hash),
+        expected_revision=current.revision if current else None,
+    )
+
+
 class EventIntake:
     def __init__(self, store: JobStore, clock: Clock = now_ms) -> None:
         self._store = store
@@ -324,19 +341,7 @@ class EventDispatcher:
         except Exception as exc:
             self._block(job, JobStatus.UNKNOWN, f"interrupted after its side effect was marked: {exc!r}")
             raise
-        return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, self._card_write(job, message_id, current))
-
-    def _card_write(self, job: Job, message_id: str, current: CardMessage | None) -> CardWrite | None:
-        event = job.event
-        if event.card_id is None or event.revision is None:
-            return None
-        return CardWrite(
-            service_id=job.service_id,
-            card_id=event.card_id,
-            target=event.target,
-            card=CardMessage(message_id=message_id, revision=event.revision, content_hash=job.content_hash),
-            expected_revision=current.revision if current else None,
-        )
+        return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card_write(job, message_id, current))
 
     def _not_done(self, job: Job, exc: FeishuError) -> bool:
         """The provider did not act: retry with backoff while it may succeed and attempts remain."""
@@ -344,10 +349,10 @@ class EventDispatcher:
             return self._block(job, JobStatus.FAILED, str(exc))
         if job.attempts >= self._policy.max_attempts:
             return self._block(job, JobStatus.FAILED, f"gave up after {job.attempts} attempts: {exc}")
-        now = self._clock()
-        self._store.retry(job, str(exc), now + self._policy.backoff_ms(job.attempts), now)
+        now, backoff = self._clock(), self._policy.backoff_ms(job.attempts)
+        self._store.retry(job, str(exc), now + backoff, now)
         self._on_outcome(job, "retry")
-        raise NotYet(f"job {job.job_id} failed before delivery: {exc}", self._policy.backoff_ms(job.attempts))
+        raise NotYet(f"job {job.job_id} failed before delivery: {exc}", backoff)
 
     def _block(self, job: Job, status: JobStatus, reason: str) -> bool:
         now = self._clock()
@@ -402,17 +407,8 @@ class EventOperations:
             raise Conflict("a message id is needed to record a job as sent", reason="message_id_required")
         event = job.event
         card = None
-        if event.card_id is not None and event.revision is not None:
-            current = self._store.card(job.service_id, event.card_id, event.target)
-            card = CardWrite(
-                service_id=job.service_id,
-                card_id=event.card_id,
-                target=event.target,
-                card=CardMessage(message_id=message_id, revision=event.revision, content_hash=job.content_hash),
-                expected_revision=current.revision if current else None,
-            )
-            if current is not None and current.revision > event.revision:
-                card = None  # a newer revision is already shown; the mapping stays
+        if event.card_id is not None:
+            card = card_write(job, message_id, self._store.card(job.service_id, event.card_id, event.target))
         return self._resolve(job, JobStatus.SUCCEEDED, "sent", by, note, card, message_id)
 
     def skip(self, job_id: str, by: str, note: str = "") -> Job:

@@ -34,6 +34,7 @@ RECEIVE_ID_TYPES = frozenset({"open_id", "user_id", "union_id", "email", "chat_i
 TOKEN_INVALID_CODES = frozenset({99991661, 99991663, 99991668})  # missing, invalid or expired access token
 # Codes that say "not now" rather than "never": rate limits and Feishu's internal errors.
 RETRYABLE_CODES = frozenset({99991400, 230020, 11232, 1000004, 1000005, 99991401, 230019})
+NOT_DONE_CODES = RETRYABLE_CODES | TOKEN_INVALID_CODES  # Feishu did not act, and may on another try
 _TOKEN_REFRESH_MARGIN_S = 300
 
 
@@ -147,7 +148,7 @@ class FeishuClient:
             raise FeishuError(
                 f"{what}: Feishu answered HTTP {response.status} ({code})",
                 retryable=True,
-                maybe_delivered=code not in RETRYABLE_CODES | TOKEN_INVALID_CODES,
+                maybe_delivered=code not in NOT_DONE_CODES,
                 code=code,
             )
         result = self._json(response, what, maybe_delivered=True)
@@ -158,7 +159,7 @@ class FeishuClient:
             self.forget_token()
         raise FeishuError(
             f"{what}: Feishu error {code}: {str(result.get('msg', ''))[:200]}",
-            retryable=code in RETRYABLE_CODES | TOKEN_INVALID_CODES or response.status == 429,
+            retryable=code in NOT_DONE_CODES or response.status == 429,
             code=code,
         )
 
