@@ -12,8 +12,16 @@ Herald's guarantees are tested through the local cloud, so its SQS must keep FIF
 Standard queues keep moto's behaviour.
 
 moto's DynamoDB backend is not thread-safe (concurrent writes can fail with "dictionary changed size during
-iteration"); DynamoDB requests are served one at a time, so concurrency tests see DynamoDB's semantics
-rather than moto's races.
+iteration"); DynamoDB and DynamoDB Streams requests are served one at a time, so concurrency tests see
+DynamoDB's semantics rather than moto's races.
+
+moto 5.2's TransactWriteItems backs up every table it touches with a `deepcopy` (its cost grows with the
+table: a few hundred events made each transaction slower than the last) and rolls a cancelled one back by
+swapping in that copy. The swap also replaces the table's stream shard, while every shard iterator already
+handed out keeps reading the old one: after one cancelled transaction (a duplicate event, a lost race)
+readers saw a record of the write that was rolled back and then nothing more from that table. Here a
+transaction remembers only the items it touches and the stream's length, and a cancelled one puts those
+back on the same table and shard.
 """
 
 from __future__ import annotations
@@ -64,14 +72,67 @@ _dynamodb_lock = threading.RLock()
 
 def _serialize_dynamodb() -> None:
     from moto.dynamodb.responses import DynamoHandler
+    from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 
-    original = DynamoHandler.call_action
+    for handler in (DynamoHandler, DynamoDBStreamsHandler):
+        original = handler.call_action
 
-    def call_action(self: Any) -> Any:
-        with _dynamodb_lock:
-            return original(self)
+        def call_action(self: Any, original: Any = original) -> Any:
+            with _dynamodb_lock:
+                return original(self)
 
-    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+        handler.call_action = call_action  # type: ignore[method-assign]
+
+
+def _transactions_roll_back_in_place() -> None:
+    import copy
+
+    from moto.dynamodb import models as dynamodb_models
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    class _NoTableCopies:
+        """The `copy` module as moto's backend sees it: a Table "copy" is the table itself."""
+
+        @staticmethod
+        def deepcopy(value: Any) -> Any:
+            return value if isinstance(value, Table) else copy.deepcopy(value)
+
+    setattr(dynamodb_models, "copy", _NoTableCopies)  # noqa: B010 - the module's own name for `copy`
+    original = dynamodb_models.DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        before: list[tuple[Any, Any, Any, Any]] = []  # table, hash value, range value, item before (or None)
+        streams: dict[int, tuple[Any, int]] = {}
+        for entry in transact_items:
+            operation: Any = next(iter(entry.values()), None)
+            table = self.tables.get(operation.get("TableName")) if isinstance(operation, dict) else None
+            if table is None:
+                continue
+            key = operation.get("Item") or operation.get("Key") or {}
+            if table.hash_key_attr not in key:
+                continue
+            hash_value = DynamoType(key[table.hash_key_attr])
+            range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr in key else None
+            item = table.get_item(hash_value, range_value)
+            before.append((table, hash_value, range_value, copy.deepcopy(item) if item else None))
+            if table.stream_shard is not None:
+                streams.setdefault(id(table), (table.stream_shard, len(table.stream_shard.items)))
+        try:
+            original(self, transact_items)
+        except Exception:
+            for table, hash_value, range_value, item in reversed(before):
+                stored = table.items[hash_value] if table.range_key_attr else table.items
+                slot = range_value if table.range_key_attr else hash_value
+                if item is None:
+                    stored.pop(slot, None)
+                else:
+                    stored[slot] = item
+            for shard, length in streams.values():
+                del shard.items[length:]
+            raise
+
+    dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
 def _cache_module_list() -> None:
@@ -90,6 +151,7 @@ def install() -> None:
     if _installed:
         return
     _serialize_dynamodb()
+    _transactions_roll_back_in_place()
     _cache_module_list()
     original = sqs_models.SQSBackend.receive_message
 

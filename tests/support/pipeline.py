@@ -21,10 +21,15 @@ class StreamTap:
 
     stream_arn: str
     iterators: dict[str, str | None] = field(default_factory=dict)
+    # An explicit endpoint: moto's in-process mock misses boto3's default route for this service.
+    client: Any = field(
+        default_factory=lambda: boto3.client(
+            "dynamodbstreams", endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com"
+        )
+    )
 
     def read(self) -> list[dict[str, Any]]:
-        # An explicit endpoint: moto's in-process mock misses boto3's default route for this service.
-        streams = boto3.client("dynamodbstreams", endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com")
+        streams = self.client
         records: list[dict[str, Any]] = []
         for shard in streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]:
             shard_id = shard["ShardId"]
