@@ -312,3 +312,26 @@ def test_operator_resolution_of_a_job_that_is_not_blocked_is_refused(partner: Pa
     with pytest.raises(Exception, match="no job"):
         operations().skip("scheduler:99", by="alice")
 
+
+def test_job_committed_between_the_dispatchers_reads_is_delivered_not_skipped(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partner.accept("e0", title="zero")
+    events.drain()
+    store = job_store()
+    read_job = store.job
+
+    def job_then_intake(service_id: str, seq: int) -> Any:
+        found = read_job(service_id, seq)
+        if found is None and seq == 2 and job_store().head(service_id).next_seq < 2:
+            partner.accept("e1", title="one")  # commits job 2 (and the counter) right after this read
+        return found
+
+    monkeypatch.setattr(store, "job", job_then_intake)
+    boto3.client("sqs").send_message(
+        QueueUrl=events.queue_url, MessageBody=json.dumps({"service_id": "scheduler"}),
+        MessageGroupId="scheduler", MessageDeduplicationId="poke",
+    )  # fmt: skip
+    events.drain()
+    assert titles(feishu) == ["zero", "one"]
+    assert job_statuses("scheduler") == ["succeeded", "succeeded"]

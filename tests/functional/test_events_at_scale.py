@@ -1,7 +1,6 @@
-"""60 events over 6 services, posted concurrently, dispatched by 4 concurrent workers while the provider
+"""300 events over 6 services, posted concurrently, dispatched by 4 concurrent workers while the provider
 fails at random (rate limits: nothing done, retried): each service's cards arrive in exact receive order,
-and none twice. In process on moto, through the real HTTP app and function entry points. (300 events do
-not finish in this suite's time on moto: its cost grows faster than the count; see the issue note.)"""
+and none twice. In process on moto, through the real HTTP app and function entry points."""
 
 from __future__ import annotations
 
@@ -17,14 +16,14 @@ from herald_dev.fakes.feishu import FakeFeishu
 from tests.functional.test_events import Partner
 from tests.support.events import EventsPipeline
 
-SERVICES, PER_SERVICE = 6, 10
+SERVICES, PER_SERVICE = 6, 50
 
 
-def test_events_of_6_services_with_random_transient_failures_arrive_once_each_in_order(
+def test_300_events_over_6_services_with_random_transient_failures_arrive_once_each_in_order(
     api: TestClient, service_keys: ServiceKeys, events: EventsPipeline, feishu: FakeFeishu
 ) -> None:
     partners = [Partner(api, service_keys, f"svc{i}", [f"chat_id:oc_svc{i}"]) for i in range(SERVICES)]
-    feishu._chaos = (0.1, random.Random(11))
+    feishu._chaos = (0.15, random.Random(11))
     posted = threading.Event()
 
     def post_all(index: int) -> None:
@@ -34,7 +33,7 @@ def test_events_of_6_services_with_random_transient_failures_arrive_once_each_in
             )
 
     def pump() -> None:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             events.pump_stream()
             worked = events.pump_queue()
@@ -50,7 +49,7 @@ def test_events_of_6_services_with_random_transient_failures_arrive_once_each_in
         for future in pumps:
             future.result()
 
-    assert feishu.stats["refused"] > 0, "the run should have met transient failures"
+    assert feishu.stats["refused"] > 10, "the run should have met transient failures"
     for index in range(SERVICES):
         delivered = [entry["title"] for entry in feishu.log if entry["receive_id"] == f"oc_svc{index}"]
         assert delivered == [f"svc{index} #{n}" for n in range(PER_SERVICE)]

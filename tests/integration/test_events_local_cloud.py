@@ -65,7 +65,7 @@ def herald_ops(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
 def test_events_of_6_services_with_transient_failures_arrive_once_each_in_receive_order(
     cloud: LocalCloudProcess,
 ) -> None:
-    """36 events through the whole local cloud (more in process: tests/functional/test_events_at_scale.py)."""
+    """36 events through the whole local cloud (the 300-event run is in process: test_events_at_scale.py)."""
     partners = [Partner(cloud, f"svc{index}") for index in range(6)]
     fake = cloud.fake_url("feishu")
     httpx.post(f"{fake}/__fake/chaos", json={"rate": 0.25, "seed": 5})

@@ -270,6 +270,9 @@ class EventDispatcher:
                 head = self._store.head(service_id)
                 if head.next_seq < seq:
                     return DrainResult.CAUGHT_UP
+                # A job commits with the counter, so it may have arrived between the two reads: read it again.
+                job = self._store.job(service_id, seq)
+            if job is None:
                 if head.done_seq < seq:  # a blocked job removed by its configured TTL: the service goes on
                     self._store.advance(service_id, done, seq)
                 done = max(seq, head.done_seq)
