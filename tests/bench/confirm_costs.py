@@ -20,11 +20,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 
-from tests.bench.metering import Meter, bench_environment, install_hooks, metered, print_report  # noqa: E402
+from tests.bench.metering import Meter, install_hooks, metered, prepare_bench, print_report  # noqa: E402
 
 
 def main() -> None:
-    bench_environment()
+    prepare_bench()
     from fastapi.testclient import TestClient
     from moto import mock_aws
 

@@ -70,10 +70,13 @@ def metered(meter: Meter) -> Iterator[None]:
         _current.pop()
 
 
-def bench_environment() -> None:
-    """Credentials for moto, quiet Powertools, and the test settings (tables and queues of the test stack)."""
+def prepare_bench() -> None:
+    """Credentials for moto, quiet Powertools, the test settings (tables and queues of the test stack), and
+    the corrections the tests run moto with (herald_dev.moto_patches)."""
+    from herald_dev import moto_patches
     from tests.conftest import TEST_ENV
 
+    moto_patches.install()
     os.environ.update(
         {
             "AWS_ACCESS_KEY_ID": "bench",
