@@ -19,7 +19,10 @@ from herald.clock import now_ms
 from herald.events.models import JobStatus
 from herald.events.wiring import job_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
+from herald_dev.sqs_source import sqs_record
+from herald_dev.template import LocalStack
 from tests.support.events import EventsPipeline
+from tests.support.lambda_context import FakeLambdaContext
 
 TARGET = {"receive_id": "oc_ops", "receive_id_type": "chat_id"}
 
@@ -335,3 +338,46 @@ def test_job_committed_between_the_dispatchers_reads_is_delivered_not_skipped(
     events.drain()
     assert titles(feishu) == ["zero", "one"]
     assert job_statuses("scheduler") == ["succeeded", "succeeded"]
+
+
+def test_finished_jobs_and_their_dedup_records_expire_after_7_days_and_unknown_ones_are_kept(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, aws: LocalStack
+) -> None:
+    feishu.queue_faults({"op": "send", "after_send": True})
+    partner.accept("e1", title="unknown")
+    events.drain()
+    operations().skip("scheduler:1", by="alice")
+    partner.accept("e2", title="delivered")
+    events.drain()
+    feishu.queue_faults({"op": "send", "after_send": True})
+    partner.accept("e3", title="unknown again")
+    events.drain()
+    table = aws.physical_name("ExternalEventsTable")
+
+    def expires_at(pk: str, sk: str) -> int | None:
+        item = boto3.client("dynamodb").get_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}})["Item"]
+        return int(item["expires_at"]["N"]) if "expires_at" in item else None
+
+    week = 7 * 86_400
+    for pk, sk in (("SVC#scheduler", "JOB#000000000002"), ("EVT#scheduler#e2", "EVENT")):
+        assert abs(expires_at(pk, sk) - (now_ms() // 1000 + week)) < 60  # type: ignore[operator]
+    assert abs(expires_at("SVC#scheduler", "JOB#000000000001") - (now_ms() // 1000 + week)) < 60  # type: ignore[operator]
+    assert expires_at("SVC#scheduler", "JOB#000000000003") is None
+    assert expires_at("EVT#scheduler#e3", "EVENT") is None
+
+
+def test_worker_takes_no_new_side_effect_with_too_little_lambda_time_left(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    partner.accept("e1", title="one")
+    events.pump_stream()
+    (message,) = events.sqs.receive_message(QueueUrl=events.queue_url, AttributeNames=["All"])["Messages"]
+    record = sqs_record(message, events.queue_arn, "us-east-1")
+    result = events.worker({"Records": [record]}, FakeLambdaContext(remaining_ms=5_000))
+    assert result["batchItemFailures"] == [{"itemIdentifier": message["MessageId"]}]
+    assert titles(feishu) == [] and job_statuses("scheduler") == ["queued"]
+    events.sqs.change_message_visibility(
+        QueueUrl=events.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+    )
+    events.drain()
+    assert titles(feishu) == ["one"]
