@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from herald.auth.service_keys import ServiceKeys
 from herald.clock import now_ms
-from herald.events.models import JobStatus
+from herald.events.models import ExternalEvent, JobStatus, Target
 from herald.events.wiring import job_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.sqs_source import sqs_record
@@ -381,3 +381,11 @@ def test_worker_takes_no_new_side_effect_with_too_little_lambda_time_left(
     )
     events.drain()
     assert titles(feishu) == ["one"]
+
+
+def test_received_at_never_runs_backwards_along_the_sequence_even_when_a_clock_does(partner: Partner) -> None:
+    target = Target("chat_id", "oc_ops")
+    first = job_store().append("scheduler", ExternalEvent("a", "t", "A", "ok", "", target), lambda: 2_000)
+    second = job_store().append("scheduler", ExternalEvent("b", "t", "B", "ok", "", target), lambda: 1_000)
+    assert (first.seq, first.received_at_ms) == (1, 2_000)
+    assert (second.seq, second.received_at_ms) == (2, 2_000)

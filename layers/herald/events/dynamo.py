@@ -1,7 +1,7 @@
 """DynamoDB adapter for external events. One table (`pk`, `sk`); its stream is the dispatch outbox.
 
-* `pk = SVC#<service>, sk = HEAD` — `next_seq` (the last receive sequence given) and `done_seq` (every job
-  up to it is finished): the service's counter and cursor;
+* `pk = SVC#<service>, sk = HEAD` — `next_seq` (the last receive sequence given; `last_received_at_ms` its
+  time) and `done_seq` (every job up to it is finished): the service's counter and cursor;
 * `pk = SVC#<service>, sk = JOB#<seq>` — a job; while `failed`/`unknown` it carries `attention` and
   `attention_sk`, the keys of the sparse GSI `by_attention` operators list blocked jobs from;
 * `pk = EVT#<service>#<event_id>, sk = EVENT` — the dedup record of an event id (its sequence and hash);
@@ -111,11 +111,11 @@ class DynamoJobStore(DynamoTable):
     # ------------------------------------------------------------------ intake
     def append(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
         """The event becomes job `next_seq + 1` in one transaction with the counter and its dedup record;
-        a lost race for the counter reads it again, so sequence order is the order of commits (and of
-        `received_at_ms`, taken on each try)."""
+        a lost race for the counter reads it again, so sequence order is the order of commits, and
+        `received_at_ms` (taken after the head is read, never before the previous job's) follows it."""
         for _ in range(_APPEND_RETRIES):
-            now = clock()
             head = self.head(service_id)
+            now = max(clock(), head.last_received_at_ms)  # never before the job ahead of it
             job = Job(service_id, head.next_seq + 1, event, event.content_hash, now)
             try:
                 self._transact(
@@ -124,10 +124,14 @@ class DynamoJobStore(DynamoTable):
                             "Update": {
                                 "TableName": self._table,
                                 "Key": _key(service_pk(service_id), HEAD),
-                                "UpdateExpression": "SET next_seq = :seq, done_seq = if_not_exists(done_seq, :zero)",
+                                "UpdateExpression": (
+                                    "SET next_seq = :seq, last_received_at_ms = :now,"
+                                    " done_seq = if_not_exists(done_seq, :zero)"
+                                ),
                                 "ConditionExpression": "attribute_not_exists(next_seq) OR next_seq = :prev",
                                 "ExpressionAttributeValues": {
                                     ":seq": to_attr(job.seq),
+                                    ":now": to_attr(now),
                                     ":prev": to_attr(head.next_seq),
                                     ":zero": to_attr(0),
                                 },
@@ -182,7 +186,12 @@ class DynamoJobStore(DynamoTable):
         item = self._get_item(_key(service_pk(service_id), HEAD))
         if item is None:
             return ServiceHead(service_id)
-        return ServiceHead(service_id, next_seq=item.get("next_seq", 0), done_seq=item.get("done_seq", 0))
+        return ServiceHead(
+            service_id,
+            next_seq=item.get("next_seq", 0),
+            done_seq=item.get("done_seq", 0),
+            last_received_at_ms=item.get("last_received_at_ms", 0),
+        )
 
     def job(self, service_id: str, seq: int) -> Job | None:
         item = self._get_item(_key(service_pk(service_id), job_sk(seq)))

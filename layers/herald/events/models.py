@@ -153,11 +153,13 @@ def parse_job_id(job_id: str) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class ServiceHead:
-    """A service's receive counter (`next_seq`: the last assigned) and cursor (`done_seq`: all before done)."""
+    """A service's receive counter (`next_seq`: the last assigned, received at `last_received_at_ms`) and
+    cursor (`done_seq`: every job up to it is finished)."""
 
     service_id: str
     next_seq: int = 0
     done_seq: int = 0
+    last_received_at_ms: int = 0
 
 
 @dataclass(frozen=True)
