@@ -1,0 +1,46 @@
+"""The shared metrics emitter under concurrent invocations in one interpreter (local cloud, tests)."""
+
+import json
+import threading
+import warnings
+from typing import Any
+
+import pytest
+
+from herald.observability import metrics
+from tests.support.lambda_context import FakeLambdaContext
+
+THREADS, INVOCATIONS = 8, 150
+
+
+def test_concurrent_invocations_emit_every_metric_exactly_once_and_never_fail_to_flush(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: Any) -> None:
+        metrics.add_metric(name="Probe", unit="Count", value=1)
+
+    failures: list[BaseException] = []
+
+    def invoke_many() -> None:
+        for _ in range(INVOCATIONS):
+            try:
+                handler({}, FakeLambdaContext())
+            except BaseException as exc:
+                failures.append(exc)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        threads = [threading.Thread(target=invoke_many) for _ in range(THREADS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    emitted = 0
+    for line in capsys.readouterr().out.splitlines():
+        record = json.loads(line)
+        values = record.get("Probe", [])
+        emitted += len(values) if isinstance(values, list) else int(values)
+    assert failures == []
+    assert emitted == THREADS * INVOCATIONS
