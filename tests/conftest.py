@@ -28,6 +28,8 @@ TEST_ENV = {
     "HERALD_EVENTS_TABLE": "test-ExternalEventsTable",
     "HERALD_EVENTS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsQueue.fifo",
     "HERALD_EVENTS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsDeadLetters.fifo",
+    "HERALD_TURNS_TABLE": "test-TurnsTable",
+    "HERALD_TURNS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-TurnsQueue.fifo",
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_NAMESPACE": "HeraldTest",
 }

@@ -38,6 +38,10 @@ class Conflict(HeraldError):
     code = "CONFLICT"
 
 
+class RateLimited(HeraldError):
+    code = "RATE_LIMITED"
+
+
 class UpstreamError(HeraldError):
     code = "UPSTREAM_ERROR"
 

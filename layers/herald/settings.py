@@ -43,6 +43,8 @@ class Settings:
     events_table: str
     events_queue_url: str
     events_dlq_url: str
+    turns_table: str
+    turns_queue_url: str
 
     stage: str = "local"
     default_app_code: str = "lalu"
@@ -79,6 +81,9 @@ class Settings:
     feishu_app_id: str = ""
     feishu_app_secret: Secret | None = None
     feishu_app_secret_parameter: str | None = None
+
+    # Agent turn queue (CONTRACTS §4).
+    turns_janitor_grace_seconds: int = 60  # how long a started turn may wait for the outbox before the janitor
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -18,6 +18,7 @@ from tests.conftest import clear_herald_caches
 from tests.support.aws import create_stack
 from tests.support.events import EventsPipeline
 from tests.support.pipeline import ConfirmPipeline
+from tests.support.turns import TurnsHarness
 
 
 @pytest.fixture
@@ -91,3 +92,12 @@ def events(aws: LocalStack, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("HERALD_EVENTS_DLQ_URL", aws.resolve({"Ref": "EventsDeadLetters"}))
     clear_herald_caches()
     return EventsPipeline(aws)
+
+
+@pytest.fixture
+def turns(api: TestClient, aws: LocalStack, service_keys: ServiceKeys, monkeypatch: pytest.MonkeyPatch) -> TurnsHarness:
+    """The agent engine's key (capability /internal/v1/sessions) and the turn queue of mock_aws."""
+    monkeypatch.setenv("HERALD_TURNS_QUEUE_URL", aws.resolve({"Ref": "TurnsQueue"}))
+    clear_herald_caches()
+    key, _ = service_keys.create_key("agent-engine", ["/internal/v1/sessions"])
+    return TurnsHarness(api, aws, key)

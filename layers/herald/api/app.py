@@ -18,6 +18,7 @@ from herald.events import routes as event_routes
 from herald.inbox import routes as inbox_routes
 from herald.invitations import routes as invitation_routes
 from herald.observability import logger
+from herald.turns import routes as turn_routes
 
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
 
@@ -110,4 +111,6 @@ def create_app() -> FastAPI:
     app.include_router(inbox_routes.router)
     app.include_router(inbox_routes.producer_router)
     app.include_router(event_routes.router)
+    app.include_router(turn_routes.router)
+    app.include_router(turn_routes.engine_router)
     return app

@@ -1,0 +1,345 @@
+"""DynamoDB adapter for the turn queue. One table (`pk`, `sk`), one partition per session:
+
+* `sk = SESSION` — members, agents, status, `revision` (bumped by each engine update) and `next_seq` (the
+  last event sequence given);
+* `sk = AGENT#<agent>` — the agent's turn state, current turn and queue, with a `version`. While it needs
+  the janitor (a started turn not yet handed to the engine, or an idle agent of an active session with
+  messages waiting) it carries `due_shard` and `due_at_ms`, the keys of the sparse GSI `by_due`;
+* `sk = MSG#<message_id>` — the message as sent (who sent it: what cancel checks);
+* `sk = EVT#<seq>` — the session's event log.
+
+Every decision is one transaction: the session's revision and sequence and the agent's version, as read,
+are its conditions. The table's stream is the outbox that hands started turns to the engine's queue.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from herald.dynamo import from_item, is_conditional_check_failed, is_transaction_cancelled, to_attr, to_item
+from herald.dynamo_table import DynamoTable
+from herald.turns.models import (
+    AgentTurns,
+    EventType,
+    Message,
+    QueuedMessage,
+    Session,
+    SessionEvent,
+    SessionStatus,
+    Turn,
+    TurnState,
+)
+from herald.turns.service import AppCodeMismatch, Change, StaleRead
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+SESSION = "SESSION"
+AGENT_ITEM = "agent"
+BY_DUE_INDEX = "by_due"
+DUE_SHARDS = 8  # the janitor's index is spread over this many partition keys
+
+
+def session_pk(session_id: str) -> str:
+    return f"SES#{session_id}"
+
+
+def agent_sk(agent: str) -> str:
+    return f"AGENT#{agent}"
+
+
+def message_sk(message_id: str) -> str:
+    return f"MSG#{message_id}"
+
+
+def event_sk(seq: int) -> str:
+    return f"EVT#{seq:012d}"
+
+
+def _key(session_id: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": session_pk(session_id)}, "sk": {"S": sk}}
+
+
+def _due_shard(session_id: str) -> str:
+    return f"due#{zlib.crc32(session_id.encode()) % DUE_SHARDS}"
+
+
+def session_from_item(item: Mapping[str, Any]) -> Session:
+    return Session(
+        session_id=item["session_id"],
+        app_code=item["app_code"],
+        members=dict(item.get("members", {})),
+        agents=tuple(item.get("agents", ())),
+        status=SessionStatus(item["status"]),
+        revision=item.get("revision", 0),
+        next_seq=item.get("next_seq", 0),
+    )
+
+
+def is_agent(item: Mapping[str, Any]) -> bool:
+    return item.get("item_type") == AGENT_ITEM
+
+
+def agent_from_item(item: Mapping[str, Any]) -> AgentTurns:
+    turn = item.get("turn")
+    return AgentTurns(
+        session_id=item["session_id"],
+        agent=item["agent"],
+        state=TurnState(item["state"]),
+        turn=Turn.from_message(turn) if turn else None,
+        finished_turn_id=item.get("finished_turn_id"),
+        dispatched_turn_id=item.get("dispatched_turn_id"),
+        queue=tuple(QueuedMessage.from_dict(m) for m in item.get("queue", ())),
+        version=item["version"],
+    )
+
+
+def _event_from_item(item: Mapping[str, Any]) -> SessionEvent:
+    return SessionEvent(item["seq"], EventType(item["type"]), item["at_ms"], item["actor"], item.get("data", {}))
+
+
+class DynamoTurnStore(DynamoTable):
+    # ------------------------------------------------------------------ reads
+    def session(self, session_id: str) -> Session | None:
+        item = self._get_item(_key(session_id, SESSION))
+        return session_from_item(item) if item else None
+
+    def agent(self, session_id: str, agent: str) -> AgentTurns:
+        item = self._get_item(_key(session_id, agent_sk(agent)))
+        return agent_from_item(item) if item else AgentTurns(session_id, agent)
+
+    def message(self, session_id: str, message_id: str) -> Message | None:
+        item = self._get_item(_key(session_id, message_sk(message_id)))
+        if item is None:
+            return None
+        return Message(
+            session_id, item["agent"], message_id, item["sender"], item["text"], item.get("lang"), item["sent_at_ms"]
+        )
+
+    def events(self, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
+        items, _ = self._query_page(
+            {
+                "TableName": self._table,
+                "KeyConditionExpression": "pk = :pk AND sk BETWEEN :from AND :to",
+                "ExpressionAttributeValues": {
+                    ":pk": {"S": session_pk(session_id)},
+                    ":from": {"S": event_sk(after_seq + 1)},
+                    ":to": {"S": event_sk(10**12 - 1)},
+                },
+                "ConsistentRead": True,
+                "Limit": limit,
+            },
+            None,
+        )
+        return [_event_from_item(item) for item in items]
+
+    def due(self, before_ms: int, limit: int) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        for shard in range(DUE_SHARDS):
+            items, _ = self._query_page(
+                {
+                    "TableName": self._table,
+                    "IndexName": BY_DUE_INDEX,
+                    "KeyConditionExpression": "due_shard = :shard AND due_at_ms <= :before",
+                    "ExpressionAttributeValues": {":shard": {"S": f"due#{shard}"}, ":before": {"N": str(before_ms)}},
+                    "Limit": limit,
+                },
+                None,
+            )
+            found.extend((item["session_id"], item["agent"]) for item in items)
+        return found[:limit]
+
+    # ------------------------------------------------------------------ writes
+    def put_session(
+        self, session_id: str, app_code: str, members: Mapping[str, str], agents: Sequence[str], status: SessionStatus
+    ) -> tuple[Session | None, Session]:
+        try:
+            response = self._ddb.update_item(
+                TableName=self._table,
+                Key=_key(session_id, SESSION),
+                UpdateExpression=(
+                    "SET session_id = :sid, app_code = :app, members = :members, agents = :agents, #status = :status,"
+                    " revision = if_not_exists(revision, :zero) + :one, next_seq = if_not_exists(next_seq, :zero)"
+                ),
+                ConditionExpression="attribute_not_exists(pk) OR app_code = :app",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":sid": to_attr(session_id),
+                    ":app": to_attr(app_code),
+                    ":members": to_attr(dict(members)),
+                    ":agents": to_attr(list(agents)),
+                    ":status": to_attr(str(status)),
+                    ":zero": to_attr(0),
+                    ":one": to_attr(1),
+                },
+                ReturnValues="ALL_OLD",
+            )
+        except ClientError as exc:
+            if is_conditional_check_failed(exc):
+                raise AppCodeMismatch(session_id) from exc
+            raise
+        old = response.get("Attributes")
+        before = session_from_item(from_item(old)) if old else None
+        after = self.session(session_id)
+        assert after is not None
+        return before, after
+
+    def commit(self, change: Change, at_ms: int) -> list[SessionEvent]:
+        session = change.session
+        events = [
+            SessionEvent(session.next_seq + n, entry.type, at_ms, entry.actor, entry.data)
+            for n, entry in enumerate(change.entries, start=1)
+        ]
+        items: list[TransactWriteItemTypeDef] = [
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": _key(session.session_id, SESSION),
+                    "UpdateExpression": "SET next_seq = :next",
+                    "ConditionExpression": "revision = :revision AND next_seq = :seq",
+                    "ExpressionAttributeValues": {
+                        ":next": to_attr(session.next_seq + len(events)),
+                        ":revision": to_attr(session.revision),
+                        ":seq": to_attr(session.next_seq),
+                    },
+                }
+            },
+            self._agent_write(change, at_ms),
+        ]
+        if change.message is not None:
+            message = change.message
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(
+                            {
+                                "pk": session_pk(message.session_id),
+                                "sk": message_sk(message.message_id),
+                                "agent": message.agent,
+                                "sender": message.sender,
+                                "text": message.text,
+                                "lang": message.lang,
+                                "sent_at_ms": message.sent_at_ms,
+                            }
+                        ),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        items.extend(
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": to_item(
+                        {
+                            "pk": session_pk(session.session_id),
+                            "sk": event_sk(event.seq),
+                            "item_type": "event",
+                            "seq": event.seq,
+                            "type": str(event.type),
+                            "at_ms": event.at_ms,
+                            "actor": event.actor,
+                            "data": dict(event.data),
+                        }
+                    ),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            for event in events
+        )
+        try:
+            self._transact(items)
+        except ClientError as exc:
+            if is_transaction_cancelled(exc):
+                raise StaleRead(f"session {session.session_id} changed") from exc
+            raise
+        return events
+
+    def _agent_write(self, change: Change, at_ms: int) -> TransactWriteItemTypeDef:
+        """The agent's new state, on the condition that it is still the version the change was decided
+        from. It joins the janitor's index while it needs it (a started turn not yet handed over, or an
+        idle agent of an active session with messages waiting), keeping the time it first did."""
+        before, after = change.before, change.after
+        condition = "attribute_not_exists(pk)" if before.version == 0 else "#version = :read"
+        guard: dict[str, Any] = {":read": to_attr(before.version)} if before.version else {}
+        key = _key(before.session_id, agent_sk(before.agent))
+        if after == before:  # a refusal: nothing changes, but it is decided on the state as read
+            check: dict[str, Any] = {"TableName": self._table, "Key": key, "ConditionExpression": condition}
+            if before.version:
+                check["ExpressionAttributeNames"] = {"#version": "version"}
+                check["ExpressionAttributeValues"] = guard
+            return {"ConditionCheck": check}  # type: ignore[typeddict-item]
+        values = {
+            "item_type": AGENT_ITEM,
+            "session_id": after.session_id,
+            "agent": after.agent,
+            "state": str(after.state),
+            "turn": after.turn.to_message() if after.turn else None,
+            "finished_turn_id": after.finished_turn_id,
+            "dispatched_turn_id": after.dispatched_turn_id,
+            "queue": [m.to_dict() for m in after.queue],
+            "version": before.version + 1,
+        }
+        waiting = after.state is TurnState.IDLE and bool(after.queue) and change.session.active
+        due = after.undispatched or waiting
+        sets = [f"#{name} = :{name}" for name, value in values.items() if value is not None]
+        removes = [f"#{name}" for name, value in values.items() if value is None]
+        if due:
+            values["due_shard"] = _due_shard(after.session_id)
+            values["due_at_ms"] = at_ms
+            sets += ["#due_shard = :due_shard", "#due_at_ms = if_not_exists(#due_at_ms, :due_at_ms)"]
+        else:
+            removes += ["#due_shard", "#due_at_ms"]
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        names = {f"#{name}": name for name in (*values, "due_shard", "due_at_ms")}
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": key,
+                "UpdateExpression": expression,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {
+                    **{f":{name}": to_attr(value) for name, value in values.items() if value is not None},
+                    **guard,
+                },
+            }
+        }
+
+    def mark_dispatched(self, session_id: str, agent: str, turn_id: str) -> None:
+        """Recorded only while the turn is still the agent's; it leaves the janitor's index unless the
+        agent needs it for waiting messages (which a running turn never has)."""
+        try:
+            self._ddb.update_item(
+                TableName=self._table,
+                Key=_key(session_id, agent_sk(agent)),
+                UpdateExpression=(
+                    "SET dispatched_turn_id = :turn, #version = #version + :one REMOVE due_shard, due_at_ms"
+                ),
+                ConditionExpression="#turn.turn_id = :turn",
+                ExpressionAttributeNames={"#version": "version", "#turn": "turn"},
+                ExpressionAttributeValues={":turn": to_attr(turn_id), ":one": to_attr(1)},
+            )
+        except ClientError as exc:
+            if not is_conditional_check_failed(exc):
+                raise
+            # The turn already finished (a quick engine) or was dispatched and finished: nothing to record.
+
+    def not_due(self, turns: AgentTurns) -> None:
+        try:
+            self._ddb.update_item(
+                TableName=self._table,
+                Key=_key(turns.session_id, agent_sk(turns.agent)),
+                UpdateExpression="REMOVE due_shard, due_at_ms",
+                ConditionExpression="#version = :v",
+                ExpressionAttributeNames={"#version": "version"},
+                ExpressionAttributeValues={":v": to_attr(turns.version)},
+            )
+        except ClientError as exc:
+            if not is_conditional_check_failed(exc):
+                raise

@@ -1,0 +1,225 @@
+"""Agent turn message queue (CONTRACTS §4, ADR 0191): sessions, each agent's turn state and its queue.
+
+An agent of a session is in one of three states, moved only by conditional writes:
+
+    idle ──message──► running ──finish──► idle            (nothing pending)
+                        │  ▲     └──────► running (next turn: every pending message, in order)
+                 suspend│  │resume
+                        ▼  │
+                     suspended  (messages are refused with `awaiting_approval`)
+
+While a turn runs, messages wait in the agent's queue (at most ten). The queue is the one place "pending"
+is read from: posting, cancelling, finishing and the janitor all decide from it, and each change of it
+is committed together with the session's event log entries that record it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+QUEUE_LIMIT = 10
+
+ROLE_RANK = {"viewer": 0, "developer": 1, "admin": 2, "owner": 3}
+CONVERSING_ROLE = "developer"  # the lowest role that may talk to agents (and cancel its own messages)
+
+
+class SessionStatus(StrEnum):
+    ACTIVE = "active"
+    ENDED = "ended"
+
+
+class TurnState(StrEnum):
+    IDLE = "idle"
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+
+
+class EventType(StrEnum):
+    MESSAGE = "chat.message"
+    MESSAGE_QUEUED = "chat.message_queued"
+    MESSAGE_DELIVERED = "chat.message_delivered"
+    MESSAGE_CANCELLED = "chat.message_cancelled"
+    AGENT_ERROR = "agent.error"
+    TURN_STARTED = "turn.started"
+    TURN_FINISHED = "turn.finished"
+    TURN_SUSPENDED = "turn.suspended"
+    TURN_RESUMED = "turn.resumed"
+
+
+class Delivery(StrEnum):
+    STARTED = "started"  # the message started a turn (with any messages that were still waiting)
+    QUEUED = "queued"
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    app_code: str
+    members: Mapping[str, str]  # user id -> role
+    agents: tuple[str, ...]
+    status: SessionStatus
+    revision: int = 0  # bumped by every engine update; a commit made from an older read is refused
+    next_seq: int = 0  # the last event sequence given
+
+    @property
+    def active(self) -> bool:
+        return self.status is SessionStatus.ACTIVE
+
+    def may_converse(self, user_id: str) -> bool:
+        role = self.members.get(user_id)
+        return role is not None and ROLE_RANK[role] >= ROLE_RANK[CONVERSING_ROLE]
+
+
+@dataclass(frozen=True)
+class QueuedMessage:
+    message_id: str
+    sender: str
+    text: str
+    lang: str | None
+    queued_at_ms: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "message_id": self.message_id,
+            "sender": self.sender,
+            "text": self.text,
+            "lang": self.lang,
+            "queued_at_ms": self.queued_at_ms,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> QueuedMessage:
+        return cls(raw["message_id"], raw["sender"], raw["text"], raw.get("lang"), raw["queued_at_ms"])
+
+
+@dataclass(frozen=True)
+class AgentTurns:
+    """One agent of one session: its turn state and the messages pending for its next turn."""
+
+    session_id: str
+    agent: str
+    state: TurnState = TurnState.IDLE
+    turn: Turn | None = None  # the running or suspended turn
+    finished_turn_id: str | None = None  # the last turn finished (a repeated finish is answered, not refused)
+    dispatched_turn_id: str | None = None  # the last turn handed to the engine's queue
+    queue: tuple[QueuedMessage, ...] = ()
+    version: int = 0  # 0: never written
+
+    @property
+    def turn_id(self) -> str | None:
+        return self.turn.turn_id if self.turn else None
+
+    @property
+    def pending(self) -> tuple[QueuedMessage, ...]:
+        return self.queue
+
+    @property
+    def full(self) -> bool:
+        return len(self.queue) >= QUEUE_LIMIT
+
+    @property
+    def undispatched(self) -> bool:
+        """A turn started that the engine's queue has not been given yet."""
+        return self.turn is not None and self.turn.turn_id != self.dispatched_turn_id
+
+    def position_of(self, message_id: str) -> int | None:
+        for index, message in enumerate(self.queue, start=1):
+            if message.message_id == message_id:
+                return index
+        return None
+
+
+@dataclass(frozen=True)
+class Message:
+    """A user's message to an agent as recorded (whatever became of it): who sent it is what cancel checks."""
+
+    session_id: str
+    agent: str
+    message_id: str
+    sender: str
+    text: str
+    lang: str | None
+    sent_at_ms: int
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A turn for the engine to run: what it reads, in which language, and which messages it answers."""
+
+    session_id: str
+    agent: str
+    turn_id: str
+    text: str
+    lang: str | None
+    message_ids: tuple[str, ...]
+
+    @classmethod
+    def of(cls, session_id: str, agent: str, turn_id: str, messages: Sequence[QueuedMessage]) -> Turn:
+        return cls(
+            session_id,
+            agent,
+            turn_id,
+            turn_text([m.text for m in messages]),
+            turn_language([m.lang for m in messages]),
+            tuple(m.message_id for m in messages),
+        )
+
+    def to_message(self) -> dict[str, Any]:
+        """The engine's queue message (CONTRACTS §4)."""
+        return {
+            "session_id": self.session_id,
+            "agent": self.agent,
+            "turn_id": self.turn_id,
+            "text": self.text,
+            "lang": self.lang,
+            "message_ids": list(self.message_ids),
+        }
+
+    @classmethod
+    def from_message(cls, raw: Mapping[str, Any]) -> Turn:
+        return cls(
+            raw["session_id"], raw["agent"], raw["turn_id"], raw["text"], raw.get("lang"), tuple(raw["message_ids"])
+        )
+
+    @property
+    def group_id(self) -> str:
+        """The FIFO message group: one per session and agent, so an agent's turns arrive in order."""
+        return f"{self.session_id}/{self.agent}"
+
+
+def turn_text(texts: Sequence[str]) -> str:
+    """One message is itself; several are numbered in order under one line saying there are several."""
+    if len(texts) == 1:
+        return texts[0]
+    lines = [f"{len(texts)} messages arrived while you were working; read them together, in order:"]
+    for number, text in enumerate(texts, start=1):
+        first, *rest = text.split("\n")
+        lines.append(f"{number}. {first}")
+        lines.extend(f"   {line}" for line in rest)
+    return "\n".join(lines)
+
+
+def turn_language(langs: Sequence[str | None]) -> str | None:
+    """The language of the newest message (of the newest one that named a language)."""
+    return next((lang for lang in reversed(langs) if lang), None)
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    seq: int
+    type: EventType
+    at_ms: int
+    actor: str  # the user who caused it, or "engine"
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "type": str(self.type),
+            "at_ms": self.at_ms,
+            "actor": self.actor,
+            "data": dict(self.data),
+        }

@@ -1,0 +1,194 @@
+"""Agent turn queue routes (CONTRACTS §4): members talk to agents; the engine sets sessions and turns."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from herald.api.envelope import Envelope, ok
+from herald.api.security import CurrentPrincipal, CurrentService
+from herald.turns.models import ROLE_RANK, AgentTurns, SessionStatus
+from herald.turns.wiring import turn_service
+
+router = APIRouter(prefix="/api/v1/sessions", tags=["agent turn queue"])
+engine_router = APIRouter(prefix="/internal/v1/sessions", tags=["agent engine"])
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"  # no '#' or '/': ids are parts of keys and message groups
+SessionId = Annotated[str, Path(pattern=NAME)]
+AGENT = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+AgentName = Annotated[str, Path(pattern=AGENT)]
+Identifier = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+MAX_MEMBERS, MAX_AGENTS, MAX_EVENTS = 500, 50, 200
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=4000)
+    lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8}){0,3}$")
+
+    @field_validator("text")
+    @classmethod
+    def not_blank(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("text is blank")
+        return text
+
+
+class PostedOut(BaseModel):
+    message_id: str
+    delivery: Literal["started", "queued"]
+    position: int | None = None
+
+
+class CancelledOut(BaseModel):
+    message_id: str
+    status: Literal["cancelled"] = "cancelled"
+
+
+class EventOut(BaseModel):
+    seq: int
+    type: str
+    at_ms: int
+    actor: str
+    data: dict[str, Any]
+
+
+class EventsOut(BaseModel):
+    events: list[EventOut]
+    next_after_seq: int = Field(description="pass as after_seq to read on (the last seq returned, or the same)")
+
+
+class SessionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app_code: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
+    members: dict[str, str] = Field(max_length=MAX_MEMBERS, description="user id -> role")
+    agents: list[str] = Field(max_length=MAX_AGENTS)
+    status: SessionStatus
+
+    @field_validator("members")
+    @classmethod
+    def known_roles(cls, members: dict[str, str]) -> dict[str, str]:
+        for user_id, role in members.items():
+            if not user_id or len(user_id) > 128 or "#" in user_id:
+                raise ValueError(f"bad user id {user_id!r}")
+            if role not in ROLE_RANK:
+                raise ValueError(f"unknown role {role!r} (one of {', '.join(ROLE_RANK)})")
+        return members
+
+    @field_validator("agents")
+    @classmethod
+    def distinct_names(cls, agents: list[str]) -> list[str]:
+        for agent in agents:
+            if not re.fullmatch(AGENT, agent):
+                raise ValueError(f"bad agent name {agent!r}")
+        if len(set(agents)) != len(agents):
+            raise ValueError("agents repeat")
+        return agents
+
+
+class SessionOut(BaseModel):
+    session_id: str
+    app_code: str
+    members: dict[str, str]
+    agents: list[str]
+    status: SessionStatus
+
+
+class TurnStateOut(BaseModel):
+    session_id: str
+    agent: str
+    state: Literal["idle", "running", "suspended"]
+    turn_id: str | None
+    pending: int
+
+
+def _turn_state(turns: AgentTurns) -> TurnStateOut:
+    return TurnStateOut(
+        session_id=turns.session_id,
+        agent=turns.agent,
+        state=turns.state.value,
+        turn_id=turns.turn_id,
+        pending=len(turns.pending),
+    )
+
+
+# ---------------------------------------------------------------- app (members)
+@router.post(
+    "/{session_id}/agents/{agent}/messages",
+    status_code=202,
+    response_model=Envelope[PostedOut],
+    summary="Send a message to an agent: it starts a turn, or waits for the running one to finish",
+)
+def post_message(
+    request: Request, session_id: SessionId, agent: AgentName, body: MessageIn, principal: CurrentPrincipal
+) -> JSONResponse:
+    posted = turn_service().post(principal, session_id, agent, body.text, body.lang)
+    out = PostedOut(message_id=posted.message_id, delivery=posted.delivery.value, position=posted.position)
+    return JSONResponse(status_code=202, content=ok(request, out).model_dump(exclude_none=True))
+
+
+@router.post(
+    "/{session_id}/agents/{agent}/messages/{message_id}/cancel",
+    response_model=Envelope[CancelledOut],
+    summary="Cancel one of your own messages while it waits in the queue",
+)
+def cancel_message(
+    request: Request, session_id: SessionId, agent: AgentName, message_id: Identifier, principal: CurrentPrincipal
+) -> Envelope[CancelledOut]:
+    turn_service().cancel(principal, session_id, agent, message_id)
+    return ok(request, CancelledOut(message_id=message_id))
+
+
+@router.get("/{session_id}/events", response_model=Envelope[EventsOut], summary="The session's event log, oldest first")
+def list_events(
+    request: Request,
+    session_id: SessionId,
+    principal: CurrentPrincipal,
+    after_seq: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS)] = 100,
+) -> Envelope[EventsOut]:
+    events = turn_service().events(principal, session_id, after_seq, limit)
+    out = [EventOut(**event.to_dict()) for event in events]
+    return ok(request, EventsOut(events=out, next_after_seq=events[-1].seq if events else after_seq))
+
+
+# ---------------------------------------------------------------- engine (service key)
+@engine_router.put("/{session_id}", response_model=Envelope[SessionOut], summary="Create or update a session")
+def put_session(
+    request: Request, session_id: SessionId, body: SessionIn, caller: CurrentService
+) -> Envelope[SessionOut]:
+    session = turn_service().put_session(session_id, body.app_code, body.members, body.agents, body.status)
+    return ok(
+        request,
+        SessionOut(
+            session_id=session.session_id,
+            app_code=session.app_code,
+            members=dict(session.members),
+            agents=list(session.agents),
+            status=session.status,
+        ),
+    )
+
+
+@engine_router.post(
+    "/{session_id}/agents/{agent}/turns/{turn_id}/{step}",
+    response_model=Envelope[TurnStateOut],
+    summary="The engine reports a turn's end (finish), an approval wait (suspend) or the approval (resume)",
+)
+def turn_step(
+    request: Request,
+    session_id: SessionId,
+    agent: AgentName,
+    turn_id: Identifier,
+    step: Literal["finish", "suspend", "resume"],
+    caller: CurrentService,
+) -> Envelope[TurnStateOut]:
+    service = turn_service()
+    moves = {"finish": service.finish, "suspend": service.suspend, "resume": service.resume}
+    return ok(request, _turn_state(moves[step](session_id, agent, turn_id)))

@@ -1,0 +1,368 @@
+"""The turn queue's rules (ADR 0191), free of AWS: every decision reads the session and the agent, decides,
+and commits the agent's new state with its event log entries in one conditional write. A commit made
+from a stale read is refused by the store and the decision is taken again from a fresh one, so posts,
+cancels, finishes and the janitor are serialized per session: a message is delivered or cancelled, never
+both, and the queue never holds more than ten.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
+
+from herald.auth.models import Principal
+from herald.clock import Clock, now_ms
+from herald.errors import Conflict, NotFound, PermissionDenied, RateLimited
+from herald.ids import new_id
+from herald.turns.models import (
+    AgentTurns,
+    Delivery,
+    EventType,
+    Message,
+    QueuedMessage,
+    Session,
+    SessionEvent,
+    SessionStatus,
+    Turn,
+    TurnState,
+)
+
+ENGINE = "engine"
+_COMMIT_ATTEMPTS = 40
+
+T = TypeVar("T")
+
+
+class StaleRead(Exception):
+    """The session or the agent changed since they were read: decide again."""
+
+
+class AppCodeMismatch(Exception):
+    """The session id belongs to another tenant."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An event log entry to append; the store gives it the session's next sequence."""
+
+    type: EventType
+    actor: str
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one decision writes, all or nothing. The session's revision and sequence and the agent's
+    version, as read, are the conditions: the change lands only on the state it was decided from."""
+
+    session: Session
+    before: AgentTurns
+    after: AgentTurns
+    entries: tuple[Entry, ...]
+    message: Message | None = None
+
+
+class TurnStore(Protocol):
+    def session(self, session_id: str) -> Session | None: ...
+
+    def put_session(
+        self, session_id: str, app_code: str, members: Mapping[str, str], agents: Sequence[str], status: SessionStatus
+    ) -> tuple[Session | None, Session]: ...
+
+    def agent(self, session_id: str, agent: str) -> AgentTurns: ...
+
+    def message(self, session_id: str, message_id: str) -> Message | None: ...
+
+    def commit(self, change: Change, at_ms: int) -> list[SessionEvent]: ...
+
+    def events(self, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]: ...
+
+    def mark_dispatched(self, session_id: str, agent: str, turn_id: str) -> None: ...
+
+    def due(self, before_ms: int, limit: int) -> list[tuple[str, str]]: ...
+
+    def not_due(self, turns: AgentTurns) -> None: ...
+
+
+class TurnQueue(Protocol):
+    """The engine's queue of turns to run (one FIFO group per session and agent)."""
+
+    def publish(self, turn: Turn) -> None: ...
+
+
+@dataclass(frozen=True)
+class Posted:
+    message_id: str
+    delivery: Delivery
+    position: int | None = None
+
+
+def _start_turn(turns: AgentTurns, messages: Sequence[QueuedMessage]) -> tuple[AgentTurns, list[Entry]]:
+    """Every given message, in order, becomes the agent's next turn."""
+    turn = Turn.of(turns.session_id, turns.agent, new_id("turn"), messages)
+    started = replace(turns, state=TurnState.RUNNING, turn=turn, queue=())
+    entries = [
+        Entry(
+            EventType.MESSAGE_DELIVERED,
+            ENGINE,
+            {"agent": turns.agent, "turn_id": turn.turn_id, "message_ids": list(turn.message_ids)},
+        ),
+        Entry(EventType.TURN_STARTED, ENGINE, {"agent": turns.agent, **turn.to_message()}),
+    ]
+    return started, entries
+
+
+@dataclass(frozen=True)
+class Repairs:
+    redispatched: int = 0
+    delivered: int = 0
+
+
+class TurnService:
+    def __init__(self, store: TurnStore, queue: TurnQueue, clock: Clock = now_ms) -> None:
+        self._store = store
+        self._queue = queue
+        self._clock = clock
+
+    # ------------------------------------------------------------------ app side (a member of the session)
+    def post(self, caller: Principal, session_id: str, agent: str, text: str, lang: str | None) -> Posted:
+        """No turn running: the message starts one (with any still waiting, which go first). Running: it
+        waits in the queue. Queue full or turn suspended: it is recorded, refused and never read."""
+        message_id = new_id("msg")
+
+        def decide() -> Posted:
+            session = self._conversable(caller, session_id)
+            _require_agent(session, agent)
+            turns = self._store.agent(session_id, agent)
+            if self._store.message(session_id, message_id) is not None:  # an earlier try did commit
+                position = turns.position_of(message_id)
+                return Posted(message_id, Delivery.QUEUED if position else Delivery.STARTED, position)
+            now = self._clock()
+            message = Message(session_id, agent, message_id, caller.user_id, text, lang, now)
+            queued = QueuedMessage(message_id, caller.user_id, text, lang, now)
+            entries = [
+                Entry(
+                    EventType.MESSAGE,
+                    caller.user_id,
+                    {"agent": agent, "message_id": message_id, "text": text, "lang": lang},
+                )
+            ]
+            refusal = (
+                "awaiting_approval"
+                if turns.state is TurnState.SUSPENDED
+                else "message_queue_full"
+                if turns.state is TurnState.RUNNING and turns.full
+                else None
+            )
+            if refusal is not None:
+                entries.append(
+                    Entry(EventType.AGENT_ERROR, ENGINE, {"agent": agent, "message_id": message_id, "reason": refusal})
+                )
+                self._commit(Change(session, turns, turns, tuple(entries), message))
+                raise Conflict(_REFUSALS[refusal], reason=refusal, details={"message_id": message_id})
+            if turns.state is TurnState.RUNNING:
+                after = replace(turns, queue=(*turns.queue, queued))
+                position = len(after.queue)
+                entries.append(
+                    Entry(
+                        EventType.MESSAGE_QUEUED,
+                        ENGINE,
+                        {"agent": agent, "message_id": message_id, "text": text, "lang": lang, "position": position},
+                    )
+                )
+                self._commit(Change(session, turns, after, tuple(entries), message))
+                return Posted(message_id, Delivery.QUEUED, position)
+            # Idle. Messages still waiting (a reopened session) go first: the newest never jumps ahead.
+            after, started = _start_turn(turns, (*turns.queue, queued))
+            self._commit(Change(session, turns, after, (*entries, *started), message))
+            return Posted(message_id, Delivery.STARTED)
+
+        return self._decided(decide)
+
+    def cancel(self, caller: Principal, session_id: str, agent: str, message_id: str) -> None:
+        """Only its sender cancels a message, and only while it waits; the commit's conditions serialize
+        this against the finish that would deliver it."""
+
+        def decide() -> None:
+            session = self._member_session(caller, session_id)
+            message = self._store.message(session_id, message_id)
+            if message is None or message.agent != agent:
+                raise NotFound("message not found")
+            if message.sender != caller.user_id:
+                raise PermissionDenied("only its sender may cancel a message", reason="message_of_another_person")
+            _require_active(session)
+            turns = self._store.agent(session_id, agent)
+            if turns.position_of(message_id) is None:
+                raise Conflict("the message was already delivered or cancelled", reason="message_not_in_queue")
+            after = replace(turns, queue=tuple(m for m in turns.queue if m.message_id != message_id))
+            entry = Entry(
+                EventType.MESSAGE_CANCELLED,
+                caller.user_id,
+                {"agent": agent, "message_id": message_id, "by": caller.user_id},
+            )
+            self._commit(Change(session, turns, after, (entry,)))
+
+        self._decided(decide)
+
+    def events(self, caller: Principal, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
+        self._member_session(caller, session_id)
+        return self._store.events(session_id, after_seq, limit)
+
+    # ------------------------------------------------------------------ engine side
+    def put_session(
+        self, session_id: str, app_code: str, members: Mapping[str, str], agents: Sequence[str], status: SessionStatus
+    ) -> Session:
+        """The engine's word on a session. An active session's idle agents get what waits for them: a reopened
+        session delivers the queues it froze when it ended (again on a retried call, if the first died)."""
+        try:
+            before, after = self._store.put_session(session_id, app_code, members, agents, status)
+        except AppCodeMismatch as exc:
+            raise Conflict("the session belongs to another app", reason="app_code_mismatch") from exc
+        if after.active and before is not None:
+            for agent in after.agents:
+                self.deliver_waiting(session_id, agent)
+        return after
+
+    def finish(self, session_id: str, agent: str, turn_id: str) -> AgentTurns:
+        """The turn ended. Whatever waits for the agent becomes its next turn, in the same commit, so no
+        message can arrive between the end and the delivery and be left behind or jump ahead."""
+
+        def decide() -> AgentTurns:
+            session, turns = self._turn_of(session_id, agent)
+            if turns.finished_turn_id == turn_id:
+                return turns  # a repeated finish
+            _require_current(turns, turn_id)
+            after = replace(turns, state=TurnState.IDLE, turn=None, finished_turn_id=turn_id)
+            entries = [Entry(EventType.TURN_FINISHED, ENGINE, {"agent": agent, "turn_id": turn_id})]
+            if session.active and after.queue:
+                after, started = _start_turn(after, after.queue)
+                entries.extend(started)
+            self._commit(Change(session, turns, after, tuple(entries)))
+            return after
+
+        return self._decided(decide)
+
+    def suspend(self, session_id: str, agent: str, turn_id: str) -> AgentTurns:
+        """The turn waits for an approval: new messages are refused until it resumes."""
+        return self._move(session_id, agent, turn_id, TurnState.RUNNING, TurnState.SUSPENDED, EventType.TURN_SUSPENDED)
+
+    def resume(self, session_id: str, agent: str, turn_id: str) -> AgentTurns:
+        """Back to running; messages queued before the suspension wait for this turn's finish."""
+        return self._move(session_id, agent, turn_id, TurnState.SUSPENDED, TurnState.RUNNING, EventType.TURN_RESUMED)
+
+    def deliver_waiting(self, session_id: str, agent: str) -> Turn | None:
+        """An idle agent of an active session with messages waiting gets them as a turn (a reopened
+        session; the janitor after a crash between a reopen and its delivery)."""
+
+        def decide() -> Turn | None:
+            session = self._store.session(session_id)
+            if session is None or not session.active:
+                return None
+            turns = self._store.agent(session_id, agent)
+            if turns.state is not TurnState.IDLE or not turns.queue:
+                return None
+            after, entries = _start_turn(turns, turns.queue)
+            self._commit(Change(session, turns, after, tuple(entries)))
+            return after.turn
+
+        return self._decided(decide)
+
+    # ------------------------------------------------------------------ hand-over to the engine
+    def dispatch(self, turn: Turn) -> None:
+        """Give a started turn to the engine's queue, then record that it was given. Publishing is
+        idempotent per turn (the FIFO deduplication id is the turn id), so a retry after a crash between
+        the two steps does not make the engine run it twice within the deduplication window."""
+        self._queue.publish(turn)
+        self._store.mark_dispatched(turn.session_id, turn.agent, turn.turn_id)
+
+    def repair(self, grace_ms: int, limit: int = 100) -> Repairs:
+        """The janitor: turns started but never handed to the engine (the outbox gave up or died), and
+        idle agents of active sessions with messages waiting, left so for longer than `grace_ms`."""
+        redispatched = delivered = 0
+        for session_id, agent in self._store.due(self._clock() - grace_ms, limit):
+            turns = self._store.agent(session_id, agent)
+            if turns.undispatched and turns.turn is not None:
+                self.dispatch(turns.turn)
+                redispatched += 1
+            elif self.deliver_waiting(session_id, agent) is not None:
+                delivered += 1
+            else:
+                self._store.not_due(turns)  # e.g. its session ended: it waits for a reopen, not the janitor
+        return Repairs(redispatched, delivered)
+
+    # ------------------------------------------------------------------ shared steps
+    def _move(
+        self, session_id: str, agent: str, turn_id: str, source: TurnState, target: TurnState, event: EventType
+    ) -> AgentTurns:
+        def decide() -> AgentTurns:
+            session, turns = self._turn_of(session_id, agent)
+            _require_current(turns, turn_id)
+            if turns.state is target:
+                return turns  # a repeated call
+            if turns.state is not source:
+                raise Conflict(f"the turn is {turns.state}", reason="turn_not_" + str(source))
+            after = replace(turns, state=target)
+            self._commit(Change(session, turns, after, (Entry(event, ENGINE, {"agent": agent, "turn_id": turn_id}),)))
+            return after
+
+        return self._decided(decide)
+
+    def _turn_of(self, session_id: str, agent: str) -> tuple[Session, AgentTurns]:
+        session = self._store.session(session_id)
+        if session is None:
+            raise NotFound("session not found")
+        turns = self._store.agent(session_id, agent)
+        if turns.version == 0:
+            raise NotFound("the agent has no turn in this session")
+        return session, turns
+
+    def _member_session(self, caller: Principal, session_id: str) -> Session:
+        """The session as a member with a conversing role sees it; another tenant's does not exist."""
+        session = self._store.session(session_id)
+        if session is None or session.app_code != caller.app_code:
+            raise NotFound("session not found")
+        if caller.user_id not in session.members:
+            raise PermissionDenied("not a member of this session", reason="not_a_member")
+        if not session.may_converse(caller.user_id):
+            raise PermissionDenied("your role in this session may not talk to agents", reason="role_not_allowed")
+        return session
+
+    def _conversable(self, caller: Principal, session_id: str) -> Session:
+        session = self._member_session(caller, session_id)
+        _require_active(session)
+        return session
+
+    def _commit(self, change: Change) -> None:
+        self._store.commit(change, self._clock())
+
+    def _decided(self, decide: Callable[[], T]) -> T:
+        for attempt in range(_COMMIT_ATTEMPTS):
+            try:
+                return decide()
+            except StaleRead:
+                time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** min(attempt, 6))))  # noqa: S311 - jitter
+        raise RateLimited("too many concurrent changes to this session; try again", reason="busy")
+
+
+_REFUSALS = {
+    "awaiting_approval": "the agent's turn is waiting for an approval; the message was recorded but will not be read",
+    "message_queue_full": "ten messages already wait for this agent; the message was recorded but will not be read",
+}
+
+
+def _require_agent(session: Session, agent: str) -> None:
+    if agent not in session.agents:
+        raise NotFound("agent not found in this session")
+
+
+def _require_active(session: Session) -> None:
+    if not session.active:
+        raise Conflict("the session has ended", reason="session_not_active")
+
+
+def _require_current(turns: AgentTurns, turn_id: str) -> None:
+    if turns.turn_id != turn_id or turns.state is TurnState.IDLE:
+        raise Conflict("that turn is not the agent's current turn", reason="turn_not_current")
