@@ -9,7 +9,7 @@ import pytest
 
 from herald.auth.service_keys import ServiceKeys
 from herald.turns.models import TurnState
-from herald.turns.wiring import turn_service
+from herald.turns.wiring import turn_store
 from tests.support.turns import TurnsHarness, member
 
 
@@ -67,7 +67,7 @@ def test_message_during_a_turn_is_queued_durably_with_its_position(session: Turn
         (second["message_id"], "two", 2),
     ]
     # Durable: what the routes and the delivery read is stored, not held by a process.
-    stored = turn_service()._store.agent("s1", "po")  # noqa: SLF001 - the stored queue itself
+    stored = turn_store().agent("s1", "po")
     assert [m.text for m in stored.pending] == ["one", "two"]
 
 
@@ -85,8 +85,7 @@ def test_finish_delivers_every_pending_message_as_one_numbered_turn_in_the_newes
     assert turn["message_ids"] == ids
     assert turn["lang"] == "en"
     assert turn["text"] == (
-        "3 messages arrived while you were working; read them together, in order:\n"
-        "1. one\n2. two\n   lines\n3. three"
+        "3 messages arrived while you were working; read them together, in order:\n1. one\n2. two\n   lines\n3. three"
     )
     delivered = [e for e in session.events() if e["type"] == "chat.message_delivered"][-1]
     assert delivered["data"]["message_ids"] == ids and delivered["data"]["turn_id"] == turn["turn_id"]
@@ -207,7 +206,7 @@ def test_eleven_concurrent_posts_during_a_turn_queue_exactly_ten_and_refuse_one(
         assert [reason(r) for r in responses if r.status_code == 409] == ["message_queue_full"]
         positions = sorted(r.json()["data"]["position"] for r in responses if r.status_code == 202)
         assert positions == list(range(1, 11))
-        stored = turn_service()._store.agent(f"race{attempt}", "po")  # noqa: SLF001
+        stored = turn_store().agent(f"race{attempt}", "po")
         assert len(stored.pending) == 10
 
 
@@ -252,9 +251,12 @@ def test_engine_routes_need_the_engine_capability(session: TurnsHarness, service
     other, _ = service_keys.create_key("inbox-producer", ["/internal/v1/inbox"])
     refused = session.api.put("/internal/v1/sessions/s2", json=body, headers={"Authorization": f"Bearer {other}"})
     assert refused.status_code == 403
-    assert session.api.post(
-        "/internal/v1/sessions/s1/agents/po/turns/t1/finish", headers={"Authorization": f"Bearer {other}"}
-    ).status_code == 403
+    assert (
+        session.api.post(
+            "/internal/v1/sessions/s1/agents/po/turns/t1/finish", headers={"Authorization": f"Bearer {other}"}
+        ).status_code
+        == 403
+    )
 
 
 def test_a_session_id_stays_with_its_tenant(session: TurnsHarness) -> None:
@@ -329,4 +331,4 @@ def test_event_log_reads_on_from_a_sequence(session: TurnsHarness) -> None:
     later = session.events(after_seq=everything[-1]["seq"])
     assert types(later) == ["turn.finished", "chat.message_delivered", "turn.started"]
     assert later[0]["seq"] == everything[-1]["seq"] + 1
-    assert turn_service()._store.agent("s1", "po").state is TurnState.RUNNING  # noqa: SLF001
+    assert turn_store().agent("s1", "po").state is TurnState.RUNNING

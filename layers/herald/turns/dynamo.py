@@ -2,9 +2,9 @@
 
 * `sk = SESSION` — members, agents, status, `revision` (bumped by each engine update) and `next_seq` (the
   last event sequence given);
-* `sk = AGENT#<agent>` — the agent's turn state, current turn and queue, with a `version`. While it needs
-  the janitor (a started turn not yet handed to the engine, or an idle agent of an active session with
-  messages waiting) it carries `due_shard` and `due_at_ms`, the keys of the sparse GSI `by_due`;
+* `sk = AGENT#<agent>` — the agent's turn state, current turn and queue, with a `version`;
+* an agent whose started turn is not yet handed to the engine, and a reopened session whose frozen queues
+  are not yet delivered, carry `due_shard` and `due_at_ms`: the keys of the janitor's sparse GSI `by_due`;
 * `sk = MSG#<message_id>` — the message as sent (who sent it: what cancel checks);
 * `sk = EVT#<seq>` — the session's event log.
 
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from herald.dynamo import from_item, is_conditional_check_failed, is_transaction_cancelled, to_attr, to_item
+from herald.clock import now_ms
+from herald.dynamo import is_conditional_check_failed, is_transaction_cancelled, to_attr, to_item
 from herald.dynamo_table import DynamoTable
 from herald.turns.models import (
     AgentTurns,
@@ -66,6 +68,12 @@ def _key(session_id: str, sk: str) -> dict[str, Any]:
 
 def _due_shard(session_id: str) -> str:
     return f"due#{zlib.crc32(session_id.encode()) % DUE_SHARDS}"
+
+
+def _due_key(item: Mapping[str, Any]) -> tuple[str, str | None]:
+    """(session, agent) from an index entry's keys; the agent is None for a reopened session."""
+    session_id = item["pk"].removeprefix("SES#")
+    return session_id, None if item["sk"] == SESSION else item["sk"].removeprefix("AGENT#")
 
 
 def session_from_item(item: Mapping[str, Any]) -> Session:
@@ -137,8 +145,8 @@ class DynamoTurnStore(DynamoTable):
         )
         return [_event_from_item(item) for item in items]
 
-    def due(self, before_ms: int, limit: int) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = []
+    def due(self, before_ms: int, limit: int) -> list[tuple[str, str | None]]:
+        found: list[tuple[str, str | None]] = []
         for shard in range(DUE_SHARDS):
             items, _ = self._query_page(
                 {
@@ -150,43 +158,60 @@ class DynamoTurnStore(DynamoTable):
                 },
                 None,
             )
-            found.extend((item["session_id"], item["agent"]) for item in items)
+            found.extend(_due_key(item) for item in items)
         return found[:limit]
 
     # ------------------------------------------------------------------ writes
     def put_session(
         self, session_id: str, app_code: str, members: Mapping[str, str], agents: Sequence[str], status: SessionStatus
     ) -> tuple[Session | None, Session]:
-        try:
-            response = self._ddb.update_item(
-                TableName=self._table,
-                Key=_key(session_id, SESSION),
-                UpdateExpression=(
-                    "SET session_id = :sid, app_code = :app, members = :members, agents = :agents, #status = :status,"
-                    " revision = if_not_exists(revision, :zero) + :one, next_seq = if_not_exists(next_seq, :zero)"
-                ),
-                ConditionExpression="attribute_not_exists(pk) OR app_code = :app",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":sid": to_attr(session_id),
-                    ":app": to_attr(app_code),
-                    ":members": to_attr(dict(members)),
-                    ":agents": to_attr(list(agents)),
-                    ":status": to_attr(str(status)),
-                    ":zero": to_attr(0),
-                    ":one": to_attr(1),
-                },
-                ReturnValues="ALL_OLD",
+        """Create or update, on the condition that the session is still as read. A reopened session joins
+        the janitor's index until its frozen queues are delivered (`delivered_reopened`)."""
+        while True:
+            before = self.session(session_id)
+            if before is not None and before.app_code != app_code:
+                raise AppCodeMismatch(session_id)
+            reopened = before is not None and not before.active and status is SessionStatus.ACTIVE
+            values: dict[str, Any] = {
+                ":sid": session_id,
+                ":app": app_code,
+                ":members": dict(members),
+                ":agents": list(agents),
+                ":status": str(status),
+                ":revision": before.revision + 1 if before else 1,
+                ":next_seq": before.next_seq if before else 0,
+            }
+            expression = (
+                "SET session_id = :sid, app_code = :app, members = :members, agents = :agents, #status = :status,"
+                " revision = :revision, next_seq = if_not_exists(next_seq, :next_seq)"
             )
-        except ClientError as exc:
-            if is_conditional_check_failed(exc):
-                raise AppCodeMismatch(session_id) from exc
-            raise
-        old = response.get("Attributes")
-        before = session_from_item(from_item(old)) if old else None
-        after = self.session(session_id)
-        assert after is not None
-        return before, after
+            if reopened:
+                values.update({":shard": _due_shard(session_id), ":now": now_ms()})
+                expression += ", due_shard = :shard, due_at_ms = :now"
+            condition = "attribute_not_exists(pk)"
+            if before is not None:
+                values[":read"] = before.revision
+                condition = "revision = :read"
+            try:
+                self._ddb.update_item(
+                    TableName=self._table,
+                    Key=_key(session_id, SESSION),
+                    UpdateExpression=expression,
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames={"#status": "status"},
+                    ExpressionAttributeValues={name: to_attr(value) for name, value in values.items()},
+                )
+            except ClientError as exc:
+                if is_conditional_check_failed(exc):
+                    continue  # changed since read (another update, or a commit's sequence): read again
+                raise
+            after = Session(session_id, app_code, dict(members), tuple(agents), status, values[":revision"])
+            return before, replace(after, next_seq=values[":next_seq"])
+
+    def delivered_reopened(self, session_id: str) -> None:
+        self._ddb.update_item(
+            TableName=self._table, Key=_key(session_id, SESSION), UpdateExpression="REMOVE due_shard, due_at_ms"
+        )
 
     def commit(self, change: Change, at_ms: int) -> list[SessionEvent]:
         session = change.session
@@ -262,8 +287,7 @@ class DynamoTurnStore(DynamoTable):
 
     def _agent_write(self, change: Change, at_ms: int) -> TransactWriteItemTypeDef:
         """The agent's new state, on the condition that it is still the version the change was decided
-        from. It joins the janitor's index while it needs it (a started turn not yet handed over, or an
-        idle agent of an active session with messages waiting), keeping the time it first did."""
+        from. It is in the janitor's index while its started turn is not handed over, from when it started."""
         before, after = change.before, change.after
         condition = "attribute_not_exists(pk)" if before.version == 0 else "#version = :read"
         guard: dict[str, Any] = {":read": to_attr(before.version)} if before.version else {}
@@ -285,11 +309,9 @@ class DynamoTurnStore(DynamoTable):
             "queue": [m.to_dict() for m in after.queue],
             "version": before.version + 1,
         }
-        waiting = after.state is TurnState.IDLE and bool(after.queue) and change.session.active
-        due = after.undispatched or waiting
         sets = [f"#{name} = :{name}" for name, value in values.items() if value is not None]
         removes = [f"#{name}" for name, value in values.items() if value is None]
-        if due:
+        if after.undispatched:
             values["due_shard"] = _due_shard(after.session_id)
             values["due_at_ms"] = at_ms
             sets += ["#due_shard = :due_shard", "#due_at_ms = if_not_exists(#due_at_ms, :due_at_ms)"]
@@ -312,8 +334,7 @@ class DynamoTurnStore(DynamoTable):
         }
 
     def mark_dispatched(self, session_id: str, agent: str, turn_id: str) -> None:
-        """Recorded only while the turn is still the agent's; it leaves the janitor's index unless the
-        agent needs it for waiting messages (which a running turn never has)."""
+        """Recorded only while the turn is still the agent's; the agent leaves the janitor's index."""
         try:
             self._ddb.update_item(
                 TableName=self._table,

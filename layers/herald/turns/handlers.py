@@ -19,8 +19,8 @@ def on_turns_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> N
     before = agent_from_item(old) if old and is_agent(old) else None
     if after.turn is None or not after.undispatched or (before is not None and before.turn_id == after.turn_id):
         return
-    turn_service().dispatch(after.turn)
-    logger.info("turn handed to the engine", session_id=after.session_id, agent=after.agent, turn_id=after.turn_id)
+    if turn_service().dispatch(after.turn):
+        logger.info("turn handed to the engine", session_id=after.session_id, agent=after.agent, turn_id=after.turn_id)
 
 
 def repair_turns() -> dict[str, int]:

@@ -82,9 +82,9 @@ class TurnStore(Protocol):
 
     def mark_dispatched(self, session_id: str, agent: str, turn_id: str) -> None: ...
 
-    def due(self, before_ms: int, limit: int) -> list[tuple[str, str]]: ...
+    def due(self, before_ms: int, limit: int) -> list[tuple[str, str | None]]: ...
 
-    def not_due(self, turns: AgentTurns) -> None: ...
+    def delivered_reopened(self, session_id: str) -> None: ...
 
 
 class TurnQueue(Protocol):
@@ -215,16 +215,20 @@ class TurnService:
     def put_session(
         self, session_id: str, app_code: str, members: Mapping[str, str], agents: Sequence[str], status: SessionStatus
     ) -> Session:
-        """The engine's word on a session. An active session's idle agents get what waits for them: a reopened
-        session delivers the queues it froze when it ended (again on a retried call, if the first died)."""
+        """The engine's word on a session. Reopening it delivers the queues it froze when it ended (the
+        janitor finishes that if this call dies half way)."""
         try:
             before, after = self._store.put_session(session_id, app_code, members, agents, status)
         except AppCodeMismatch as exc:
             raise Conflict("the session belongs to another app", reason="app_code_mismatch") from exc
-        if after.active and before is not None:
-            for agent in after.agents:
-                self.deliver_waiting(session_id, agent)
+        if before is not None and not before.active and after.active:
+            self._deliver_reopened(after)
         return after
+
+    def _deliver_reopened(self, session: Session) -> int:
+        delivered = sum(self.deliver_waiting(session.session_id, agent) is not None for agent in session.agents)
+        self._store.delivered_reopened(session.session_id)
+        return delivered
 
     def finish(self, session_id: str, agent: str, turn_id: str) -> AgentTurns:
         """The turn ended. Whatever waits for the agent becomes its next turn, in the same commit, so no
@@ -254,8 +258,8 @@ class TurnService:
         return self._move(session_id, agent, turn_id, TurnState.SUSPENDED, TurnState.RUNNING, EventType.TURN_RESUMED)
 
     def deliver_waiting(self, session_id: str, agent: str) -> Turn | None:
-        """An idle agent of an active session with messages waiting gets them as a turn (a reopened
-        session; the janitor after a crash between a reopen and its delivery)."""
+        """An idle agent of an active session with messages waiting (frozen when the session ended) gets
+        them as a turn."""
 
         def decide() -> Turn | None:
             session = self._store.session(session_id)
@@ -271,26 +275,32 @@ class TurnService:
         return self._decided(decide)
 
     # ------------------------------------------------------------------ hand-over to the engine
-    def dispatch(self, turn: Turn) -> None:
-        """Give a started turn to the engine's queue, then record that it was given. Publishing is
-        idempotent per turn (the FIFO deduplication id is the turn id), so a retry after a crash between
-        the two steps does not make the engine run it twice within the deduplication window."""
+    def dispatch(self, turn: Turn) -> bool:
+        """Give a started turn to the engine's queue, then record that it was given; a turn already given
+        (a repeated stream record) or no longer the agent's (the engine finished it) is not sent again.
+        Between the two steps a crash leaves it unrecorded; the retry sends it again with the same FIFO
+        deduplication id (the turn id), which SQS drops within its five-minute window."""
+        current = self._store.agent(turn.session_id, turn.agent)
+        if current.turn_id != turn.turn_id or not current.undispatched:
+            return False
         self._queue.publish(turn)
         self._store.mark_dispatched(turn.session_id, turn.agent, turn.turn_id)
+        return True
 
     def repair(self, grace_ms: int, limit: int = 100) -> Repairs:
-        """The janitor: turns started but never handed to the engine (the outbox gave up or died), and
-        idle agents of active sessions with messages waiting, left so for longer than `grace_ms`."""
+        """The janitor, for what was left undone for longer than `grace_ms`: turns started but never handed
+        to the engine (the outbox gave up, or died between the two steps of `dispatch`), and reopened
+        sessions whose frozen queues were not delivered (the reopening call died half way)."""
         redispatched = delivered = 0
         for session_id, agent in self._store.due(self._clock() - grace_ms, limit):
+            if agent is None:
+                session = self._store.session(session_id)
+                if session is not None:
+                    delivered += self._deliver_reopened(session)
+                continue
             turns = self._store.agent(session_id, agent)
-            if turns.undispatched and turns.turn is not None:
-                self.dispatch(turns.turn)
+            if turns.turn is not None and self.dispatch(turns.turn):
                 redispatched += 1
-            elif self.deliver_waiting(session_id, agent) is not None:
-                delivered += 1
-            else:
-                self._store.not_due(turns)  # e.g. its session ended: it waits for a reopen, not the janitor
         return Repairs(redispatched, delivered)
 
     # ------------------------------------------------------------------ shared steps

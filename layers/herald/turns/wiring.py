@@ -9,6 +9,10 @@ from herald.turns.sqs import SqsTurnQueue
 
 
 @lru_cache(maxsize=1)
+def turn_store() -> DynamoTurnStore:
+    return DynamoTurnStore(get_settings().turns_table)
+
+
+@lru_cache(maxsize=1)
 def turn_service() -> TurnService:
-    settings = get_settings()
-    return TurnService(DynamoTurnStore(settings.turns_table), SqsTurnQueue(settings.turns_queue_url))
+    return TurnService(turn_store(), SqsTurnQueue(get_settings().turns_queue_url))
