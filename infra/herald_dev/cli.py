@@ -62,6 +62,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         tencent_im_port=args.tencent_im_port,
         feishu_port=args.feishu_port,
         ttl_sweep_seconds=args.ttl_sweep_seconds,
+        engine_turn_seconds=args.engine_turn_seconds,
     )
     LocalCloud(config).run()
     return 0
@@ -258,6 +259,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=float(os.environ.get("HERALD_TTL_SWEEP_SECONDS", "10")),
         help="TTL check period",
+    )
+    local.add_argument(
+        "--engine-turn-seconds",
+        type=float,
+        default=float(os.environ.get("HERALD_ENGINE_TURN_SECONDS", "8")),
+        help="how long the reference agent engine works on a turn (0: no engine)",
     )
     local.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
     local.set_defaults(run=cmd_local)

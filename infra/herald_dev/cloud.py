@@ -25,6 +25,7 @@ import boto3
 import uvicorn
 
 from herald_dev import moto_patches
+from herald_dev.engine import ReferenceEngine
 from herald_dev.fakes import Fakes, start_fakes
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
@@ -74,6 +75,7 @@ class LocalCloudConfig:
     tencent_im_port: int = 8090
     feishu_port: int = 8091
     ttl_sweep_seconds: float = 10.0
+    engine_turn_seconds: float = 0.0  # > 0: run the reference agent engine (turns take this long)
 
 
 class LocalCloud:
@@ -91,6 +93,8 @@ class LocalCloud:
         self._servers: list[_Server] = []
         self._moto: Any = None
         self.fakes: Fakes | None = None
+        self.engine: ReferenceEngine | None = None
+        self._engine_key: str | None = None
 
     # ------------------------------------------------------------------ endpoints
     @property
@@ -262,6 +266,25 @@ class LocalCloud:
         self._load_functions()
         self._wire_sources()
         self._wire_ttl()
+        self._wire_engine()
+
+    def _wire_engine(self) -> None:
+        """The reference agent engine, with a service key of its own, when the template has a turn queue."""
+        if self.config.engine_turn_seconds <= 0 or "TurnsQueue" not in self.stack.attributes:
+            return
+        from herald.auth.dynamo import DynamoServiceKeyStore
+        from herald.auth.service_keys import ServiceKeys
+
+        keys = ServiceKeys(DynamoServiceKeyStore(self.stack.physical_name("ServiceKeysTable"), self.client("dynamodb")))
+        self._engine_key, _ = keys.create_key("reference-engine", ["/internal/v1/sessions"])
+        self.engine = ReferenceEngine(
+            self.client("sqs"),
+            self.stack.attributes["TurnsQueue"]["QueueUrl"],
+            self.http_url,
+            self._engine_key,
+            self.config.engine_turn_seconds,
+        )
+        self.sources.append(self.engine)
 
     def _write_state(self) -> None:
         if self.config.state_file is None:
@@ -275,6 +298,7 @@ class LocalCloud:
             "ws_url": self.ws_url,
             "resources": self.stack.attributes,
             "fakes": self.fakes.urls if self.fakes else {},
+            "engine_key": self._engine_key,
             "pid": os.getpid(),
         }
         self.config.state_file.parent.mkdir(parents=True, exist_ok=True)

@@ -136,6 +136,7 @@ class LocalCloudProcess:
             "--tencent-im-port", "0",
             "--feishu-port", "0",
             "--ttl-sweep-seconds", "1",
+            "--engine-turn-seconds", "0",  # the tests play the agent engine
         ]  # fmt: skip
         if self.dynamodb_endpoint:
             command += ["--dynamodb-endpoint", self.dynamodb_endpoint]
