@@ -8,11 +8,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import boto3
 import pytest
 
+from herald.settings import get_settings
 from herald.turns.models import SessionStatus, Turn, turn_text
 from herald.turns.wiring import turn_store
 from tests.conftest import clear_herald_caches
+from tests.support.aws import load_event
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.turns import TurnsHarness
 
@@ -175,3 +178,13 @@ def test_engine_may_read_a_turn_from_its_queue_message_alone(turns: TurnsHarness
 
 def _crash(*args: Any) -> None:
     raise RuntimeError("the outbox died after sending")
+
+
+def test_outbox_hands_over_the_turn_of_the_sample_stream_event(turns: TurnsHarness) -> None:
+    event = load_event("turns_outbox/turn_started.json")
+    record = event["Records"][0]  # type: ignore[index]
+    boto3.client("dynamodb").put_item(TableName=get_settings().turns_table, Item=record["dynamodb"]["NewImage"])
+    assert turns.outbox(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    (turn,) = turns.turns()
+    assert turn["message_ids"] == ["msg_00000000000000000000000000000001", "msg_00000000000000000000000000000002"]
+    assert not turn_store().agent("s1", "po").undispatched

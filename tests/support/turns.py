@@ -7,14 +7,17 @@ import json
 from typing import Any
 
 import boto3
+import jsonschema
 from fastapi.testclient import TestClient
 from httpx import Response
 
 from herald_dev.template import LocalStack
-from tests.support.aws import load_function
+from tests.support.aws import REPO, load_function
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap
 from tests.support.tokens import make_token
+
+TURN_SCHEMA = json.loads((REPO / "events" / "turns" / "turn.schema.json").read_text())
 
 
 class TurnsHarness:
@@ -61,11 +64,16 @@ class TurnsHarness:
         """Every turn waiting in the engine's queue, taken off it, in order."""
         taken: list[dict[str, Any]] = []
         while True:
-            messages = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10).get("Messages", [])
+            messages = self.sqs.receive_message(
+                QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["MessageGroupId"]
+            ).get("Messages", [])
             if not messages:
                 return taken
             for message in messages:
-                taken.append(json.loads(message["Body"]))
+                turn = json.loads(message["Body"])
+                jsonschema.validate(turn, TURN_SCHEMA)  # what the engine is promised (events/turns)
+                assert message["Attributes"]["MessageGroupId"] == f"{turn['session_id']}/{turn['agent']}"
+                taken.append(turn)
                 self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
 
     def next_turns(self) -> list[dict[str, Any]]:

@@ -132,14 +132,17 @@ class TurnService:
         """No turn running: the message starts one (with any still waiting, which go first). Running: it
         waits in the queue. Queue full or turn suspended: it is recorded, refused and never read."""
         message_id = new_id("msg")
+        tried = False
 
         def decide() -> Posted:
+            nonlocal tried
             session = self._conversable(caller, session_id)
             _require_agent(session, agent)
             turns = self._store.agent(session_id, agent)
-            if self._store.message(session_id, message_id) is not None:  # an earlier try did commit
+            if tried and self._store.message(session_id, message_id) is not None:  # an earlier try did commit
                 position = turns.position_of(message_id)
                 return Posted(message_id, Delivery.QUEUED if position else Delivery.STARTED, position)
+            tried = True
             now = self._clock()
             message = Message(session_id, agent, message_id, caller.user_id, text, lang, now)
             queued = QueuedMessage(message_id, caller.user_id, text, lang, now)
