@@ -5,6 +5,7 @@ herald token --user 10002    a dev JWT for the local cloud
 herald keys create ...       a service key (printed once) in the local or a deployed stack
 herald targets ...           where a service's external events may be delivered
 herald ops events ...        blocked services, UNKNOWN jobs, and their resolution
+herald ops dlq ...           dead-letter queues: list, peek, redrive (order kept, resumable), purge
 """
 
 from __future__ import annotations
@@ -78,29 +79,45 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(args: argparse.Namespace, logical_id: str) -> tuple[str, Any]:
-    """A table's name and a DynamoDB client: from a deployed stack (--stack) or the running local cloud."""
-    if args.stack:
-        session = boto3.Session(profile_name=args.profile, region_name=args.region)
-        resource = session.client("cloudformation").describe_stack_resource(
-            StackName=args.stack, LogicalResourceId=logical_id
-        )
-        return resource["StackResourceDetail"]["PhysicalResourceId"], session.client("dynamodb")
+def _local_state(args: argparse.Namespace) -> dict[str, Any]:
     state_path = Path(args.state_file)
     if not state_path.exists():
         raise SystemExit(
             f"no local cloud is running ({state_path} not found): start it with `make dev`, or pass --stack"
         )
-    state = json.loads(state_path.read_text())
-    endpoint = state.get("dynamodb_endpoint") or state["aws_endpoint"]
-    client = boto3.client(
-        "dynamodb",
+    return json.loads(state_path.read_text())  # type: ignore[no-any-return]
+
+
+def _client(args: argparse.Namespace, service: str) -> Any:
+    """A client of the deployed stack's account (--stack) or of the running local cloud's endpoints."""
+    if args.stack:
+        return boto3.Session(profile_name=args.profile, region_name=args.region).client(service)  # type: ignore[call-overload]
+    state = _local_state(args)
+    endpoint = state["aws_endpoint"]
+    if service in ("dynamodb", "dynamodbstreams") and state.get("dynamodb_endpoint"):
+        endpoint = state["dynamodb_endpoint"]
+    return boto3.client(  # type: ignore[call-overload]
+        service,
         endpoint_url=endpoint,
         region_name=state["region"],
         aws_access_key_id="local",
         aws_secret_access_key="local",  # noqa: S106 - the local emulators accept any credentials
     )
-    return state["resources"][logical_id]["Ref"], client
+
+
+def _physical_ids(args: argparse.Namespace) -> dict[str, str]:
+    """Logical id -> physical id (a table's name, a queue's URL) of the deployed stack or the local cloud."""
+    if args.stack:
+        pages = _client(args, "cloudformation").get_paginator("list_stack_resources").paginate(StackName=args.stack)
+        return {
+            r["LogicalResourceId"]: r["PhysicalResourceId"] for page in pages for r in page["StackResourceSummaries"]
+        }
+    return {logical_id: str(attributes["Ref"]) for logical_id, attributes in _local_state(args)["resources"].items()}
+
+
+def _table(args: argparse.Namespace, logical_id: str) -> tuple[str, Any]:
+    """A table's name and a DynamoDB client: from a deployed stack (--stack) or the running local cloud."""
+    return _physical_ids(args)[logical_id], _client(args, "dynamodb")
 
 
 def _service_keys(args: argparse.Namespace) -> Any:
@@ -183,11 +200,108 @@ def cmd_events_resolve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dead_letter_queue(args: argparse.Namespace, name: str | None = None) -> list[Any]:
+    from herald_dev.dlq import dead_letter_queues
+    from herald_dev.template import LocalStack
+
+    template = LocalStack.from_file(Path(args.template), parameter_overrides={"Stage": "local"})
+    queues = dead_letter_queues(template, _physical_ids(args))
+    if name is None:
+        return queues
+    chosen = [q for q in queues if q.logical_id.lower() == name.lower()]
+    if not chosen:
+        raise SystemExit(f"no dead-letter queue {name!r}; one of: {', '.join(q.logical_id for q in queues)}")
+    return chosen
+
+
+def cmd_dlq_list(args: argparse.Namespace) -> int:
+    from herald.clock import now_ms
+    from herald_dev.dlq import describe
+
+    sqs = _client(args, "sqs")
+    for dlq in _dead_letter_queue(args):
+        print(json.dumps(describe(sqs, dlq, now_ms())))
+    return 0
+
+
+def cmd_dlq_peek(args: argparse.Namespace) -> int:
+    from herald_dev.dlq import peek, peeked_view
+
+    (dlq,) = _dead_letter_queue(args, args.dlq)
+    for message in peek(_client(args, "sqs"), dlq, args.max):
+        print(json.dumps(peeked_view(message), ensure_ascii=False))
+    return 0
+
+
+def cmd_dlq_redrive(args: argparse.Namespace) -> int:
+    from herald_dev.dlq import Journal, Redrive, plan
+
+    (dlq,) = _dead_letter_queue(args, args.dlq)
+    sqs = _client(args, "sqs")
+    if not dlq.redrivable:
+        return _refused_text(f"{dlq.logical_id} holds {dlq.kind}: nothing to send back (see README, Operating)")
+    if not args.execute:
+        print(json.dumps({"dry_run": True, **plan(sqs, dlq, args.max)}))
+        print("# nothing moved: add --execute to redrive", file=sys.stderr)
+        return 0
+    journal_path = Path(
+        args.journal or REPO_ROOT / ".herald" / "redrive" / f"{args.stack or 'local'}-{dlq.logical_id}.json"
+    )
+    redrive = Redrive(sqs, dlq, Journal.open(journal_path), rate_per_s=args.rate, visibility_s=args.visibility)
+    print(json.dumps({"dlq": dlq.logical_id, "to": dlq.source_logical_id, **redrive.run(args.max).as_dict()}))
+    return 0
+
+
+def cmd_dlq_purge(args: argparse.Namespace) -> int:
+    from herald_dev.dlq import purge
+
+    (dlq,) = _dead_letter_queue(args, args.dlq)
+    if not args.yes:
+        answer = input(f"Delete every message in {dlq.logical_id}? Type its name to confirm: ")
+        if answer.strip() != dlq.logical_id:
+            return _refused_text("not confirmed: nothing deleted")
+    purge(_client(args, "sqs"), dlq)
+    print(json.dumps({"dlq": dlq.logical_id, "purged": True}))
+    return 0
+
+
+def _refused_text(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _add_dlq_parsers(ops: Any) -> None:
+    dlq = ops.add_parser("dlq", help="dead-letter queues").add_subparsers(dest="dlq_command", required=True)
+    listing = dlq.add_parser("list", help="every DLQ: depth, oldest message age, source")
+    _stack_options(listing)
+    listing.set_defaults(run=cmd_dlq_list)
+    peek = dlq.add_parser("peek", help="messages with their group, receive count and failure reason (left in place)")
+    peek.add_argument("dlq", help="its logical id, e.g. EventsDeadLetters")
+    peek.add_argument("--max", type=int, default=10)
+    _stack_options(peek)
+    peek.set_defaults(run=cmd_dlq_peek)
+    redrive = dlq.add_parser("redrive", help="plan (default) or move messages back to their queue, group order kept")
+    redrive.add_argument("dlq")
+    redrive.add_argument("--execute", action="store_true", help="move them (without it: print the plan only)")
+    redrive.add_argument("--max", type=int, default=1000, help="at most this many messages")
+    redrive.add_argument("--rate", type=float, default=10.0, help="messages per second")
+    redrive.add_argument("--visibility", type=int, default=60, help="seconds a batch stays hidden while moved")
+    redrive.add_argument("--journal", help="where progress is kept (default .herald/redrive/<stack>-<dlq>.json)")
+    _stack_options(redrive)
+    redrive.set_defaults(run=cmd_dlq_redrive)
+    purge = dlq.add_parser("purge", help="delete every message (asks first)")
+    purge.add_argument("dlq")
+    purge.add_argument("--yes", action="store_true", help="do not ask")
+    _stack_options(purge)
+    purge.set_defaults(run=cmd_dlq_purge)
+
+
 def _stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stack", help="a deployed stack (default: the running local cloud)")
     parser.add_argument("--profile")
     parser.add_argument("--region")
     parser.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    parser.add_argument("--template", default=str(DEFAULT_TEMPLATE), help="where the DLQs are declared")
 
 
 def _add_targets_parser(commands: Any) -> None:
@@ -201,6 +315,7 @@ def _add_targets_parser(commands: Any) -> None:
 
 def _add_ops_parsers(commands: Any) -> None:
     ops = commands.add_parser("ops", help="operators' commands").add_subparsers(dest="area", required=True)
+    _add_dlq_parsers(ops)
     events = ops.add_parser("events", help="external events").add_subparsers(dest="command_name", required=True)
     for name, text in (
         ("blocked", "services stopped by a failed or UNKNOWN job: the job, why, age, how many wait behind it"),

@@ -9,7 +9,9 @@ Herald's guarantees are tested through the local cloud, so its SQS must keep FIF
 * a message received `maxReceiveCount` times moves to the DLQ on its next receive, and only then may the
   next message of its group be delivered.
 
-Standard queues keep moto's behaviour.
+Standard queues keep moto's behaviour. FIFO deduplication lasts SQS's five minutes from a message's first
+send, whether or not it was received and deleted since (moto compares only with messages still queued, so a
+resend after a consumer took the first copy went through: a redrive resumed after a crash relies on this).
 
 moto's DynamoDB backend is not thread-safe (concurrent writes can fail with "dictionary changed size during
 iteration"); DynamoDB and DynamoDB Streams requests are served one at a time, so concurrency tests see
@@ -135,6 +137,26 @@ def _transactions_roll_back_in_place() -> None:
     dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
+def _dedup_window_outlives_deletion() -> None:
+    original = sqs_models.Queue.add_message
+    window_ms = sqs_models.DEDUPLICATION_TIME_IN_SECONDS * 1000
+
+    def add_message(self: Any, message: Any) -> None:
+        if self.fifo_queue and message.deduplication_id and not message.approximate_receive_count:  # a send
+            seen: dict[str, int] = self.__dict__.setdefault("_herald_dedup_seen", {})
+            sent = int(message.sent_timestamp)
+            first = seen.get(message.deduplication_id)
+            if first is not None and sent - first < window_ms:
+                return
+            if len(seen) > 50_000:  # forget what is past the window
+                for dedup_id in [d for d, at in seen.items() if sent - at >= window_ms]:
+                    del seen[dedup_id]
+            seen[message.deduplication_id] = sent
+        original(self, message)
+
+    sqs_models.Queue.add_message = add_message  # type: ignore[method-assign]
+
+
 def _cache_module_list() -> None:
     """moto's server finds a request's backend under one global lock, listing its own package directory
     (a `listdir` and an `isdir` per entry) on every request: under the local cloud's load that lock, not
@@ -153,6 +175,7 @@ def install() -> None:
     _serialize_dynamodb()
     _transactions_roll_back_in_place()
     _cache_module_list()
+    _dedup_window_outlives_deletion()
     original = sqs_models.SQSBackend.receive_message
 
     def receive_message(
