@@ -6,6 +6,7 @@ herald keys create ...       a service key (printed once) in the local or a depl
 herald targets ...           where a service's external events may be delivered
 herald ops events ...        blocked services, UNKNOWN jobs, and their resolution
 herald ops dlq ...           dead-letter queues: list, peek, redrive (order kept, resumable), purge
+herald ops confirms ...      confirms past their expiry or lease, failed pushes, and their repair
 """
 
 from __future__ import annotations
@@ -296,6 +297,79 @@ def _add_dlq_parsers(ops: Any) -> None:
     purge.set_defaults(run=cmd_dlq_purge)
 
 
+def _confirm_operations(args: argparse.Namespace) -> Any:
+    from herald.confirms.businesses import BusinessRegistry
+    from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
+    from herald.confirms.operations import ConfirmOperations
+    from herald.confirms.role_invitation import RoleInvitationBusiness
+    from herald.confirms.service import Confirms
+    from herald.confirms.sqs import SqsPushQueue
+    from herald.invitations.dynamo import DynamoInvitationStore
+    from herald.invitations.service import Invitations
+
+    ids = _physical_ids(args)
+    dynamodb = _client(args, "dynamodb")
+    owner = Invitations(DynamoInvitationStore(ids["InvitationsTable"], dynamodb), ttl_ms=7 * 86_400_000)
+    store = DynamoConfirmStore(ids["ConfirmsTable"], dynamodb)
+    return ConfirmOperations(
+        Confirms(store, BusinessRegistry([RoleInvitationBusiness(owner)]), lease_ms=10_000),
+        store,
+        DynamoDeliveryStore(ids["DeliveriesTable"], dynamodb),
+        SqsPushQueue(ids["ImPushQueue"], _client(args, "sqs")),
+    )
+
+
+def cmd_confirms_stuck(args: argparse.Namespace) -> int:
+    from herald.clock import now_ms
+    from herald.confirms.models import view
+
+    operations = _confirm_operations(args)
+    now = now_ms()
+    for confirm in operations.stuck(args.grace * 1000):
+        due = confirm.expire_at_ms if str(confirm.status) == "pending" else confirm.lock_until_ms
+        why = "past its expiry" if str(confirm.status) == "pending" else "past its lease"
+        print(json.dumps({"app_code": confirm.app_code, **view(confirm), "why": why, "overdue_s": (now - due) / 1000}))
+    for delivery in operations.failed_deliveries():
+        print(
+            json.dumps(
+                {
+                    "app_code": delivery.app_code,
+                    "confirm_id": delivery.confirm_id,
+                    "push": delivery.key,
+                    "why": "push failed for good",
+                    "last_error": delivery.last_error,
+                    "attempts": delivery.attempts,
+                }
+            )
+        )
+    return 0
+
+
+def cmd_confirms_repair(args: argparse.Namespace) -> int:
+    from herald.confirms.models import view
+    from herald.errors import HeraldError
+
+    try:
+        repaired = _confirm_operations(args).repair(args.app, args.confirm_id)
+    except HeraldError as exc:
+        return _refused(exc)
+    print(json.dumps({**view(repaired.confirm), "resent": list(repaired.resent)}))
+    return 0
+
+
+def _add_confirms_parsers(ops: Any) -> None:
+    confirms = ops.add_parser("confirms", help="action confirms").add_subparsers(dest="confirms_command", required=True)
+    stuck = confirms.add_parser("stuck", help="confirms the janitor did not settle, and pushes that failed for good")
+    stuck.add_argument("--grace", type=int, default=120, help="seconds past expiry/lease before it counts as stuck")
+    _stack_options(stuck)
+    stuck.set_defaults(run=cmd_confirms_stuck)
+    repair = confirms.add_parser("repair", help="settle a confirm from its owner now and resend its failed pushes")
+    repair.add_argument("confirm_id")
+    repair.add_argument("--app", default="lalu", help="the confirm's app_code")
+    _stack_options(repair)
+    repair.set_defaults(run=cmd_confirms_repair)
+
+
 def _stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stack", help="a deployed stack (default: the running local cloud)")
     parser.add_argument("--profile")
@@ -316,6 +390,7 @@ def _add_targets_parser(commands: Any) -> None:
 def _add_ops_parsers(commands: Any) -> None:
     ops = commands.add_parser("ops", help="operators' commands").add_subparsers(dest="area", required=True)
     _add_dlq_parsers(ops)
+    _add_confirms_parsers(ops)
     events = ops.add_parser("events", help="external events").add_subparsers(dest="command_name", required=True)
     for name, text in (
         ("blocked", "services stopped by a failed or UNKNOWN job: the job, why, age, how many wait behind it"),

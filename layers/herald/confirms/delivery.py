@@ -34,6 +34,12 @@ class Push:
     def delivery_key(self) -> str:
         return self.kind if self.kind == IM_CONFIRM else f"{self.kind}:{self.status}"
 
+    @classmethod
+    def for_delivery(cls, app_code: str, confirm_id: str, delivery_key: str) -> Push:
+        """The push a delivery record is about (its key is the push's `delivery_key`)."""
+        kind, _, status = delivery_key.partition(":")
+        return cls(app_code, confirm_id, kind, status or "pending")
+
     @property
     def dedup_id(self) -> str:
         return f"{self.confirm_id}:{self.delivery_key}"
@@ -84,6 +90,8 @@ class DeliveryStore(Protocol):
     def failed(self, delivery: Delivery, error: str, permanent: bool, now: int) -> None: ...
 
     def for_confirm(self, app_code: str, confirm_id: str) -> list[Delivery]: ...
+
+    def failures(self, limit: int) -> list[Delivery]: ...
 
 
 class ImSender(Protocol):

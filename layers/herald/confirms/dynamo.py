@@ -29,6 +29,7 @@ ITEM_TYPE = "confirm"
 DUE_SHARDS = 4
 BY_PAIR_INDEX = "by_pair"
 BY_DUE_INDEX = "by_due"
+BY_FAILURE_INDEX = "by_failure"
 
 
 def confirm_key(app_code: str, confirm_id: str) -> str:
@@ -279,7 +280,7 @@ class DynamoDeliveryStore(DynamoTable):
         self._ddb.update_item(
             TableName=self._table,
             Key=self._key(delivery.app_code, delivery.confirm_id, delivery.key),
-            UpdateExpression="SET #s = :sent, sent_at_ms = :now, msg_key = :k ADD attempts :one",
+            UpdateExpression="SET #s = :sent, sent_at_ms = :now, msg_key = :k REMOVE failure ADD attempts :one",
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues={
                 ":sent": {"S": "sent"},
@@ -294,7 +295,11 @@ class DynamoDeliveryStore(DynamoTable):
             self._ddb.update_item(
                 TableName=self._table,
                 Key=self._key(delivery.app_code, delivery.confirm_id, delivery.key),
-                UpdateExpression="SET #s = :status, last_error = :e, last_error_at_ms = :now ADD attempts :one",
+                UpdateExpression=(
+                    "SET #s = :status, last_error = :e, last_error_at_ms = :now"
+                    + (", failure = :status" if permanent else " REMOVE failure")
+                    + " ADD attempts :one"
+                ),
                 ConditionExpression="#s <> :sent",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={
@@ -308,6 +313,20 @@ class DynamoDeliveryStore(DynamoTable):
         except ClientError as exc:
             if not is_conditional_check_failed(exc):
                 raise
+
+    def failures(self, limit: int) -> list[Delivery]:
+        """Pushes that failed for good, oldest first (the sparse index `by_failure`)."""
+        items, _ = self._query_page(
+            {
+                "TableName": self._table,
+                "IndexName": BY_FAILURE_INDEX,
+                "KeyConditionExpression": "failure = :failed",
+                "ExpressionAttributeValues": {":failed": {"S": "failed"}},
+                "Limit": limit,
+            },
+            None,
+        )
+        return [_delivery_from_item(item) for item in items]
 
     def for_confirm(self, app_code: str, confirm_id: str) -> list[Delivery]:
         response = self._ddb.query(

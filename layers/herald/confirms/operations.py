@@ -1,0 +1,58 @@
+"""What operators see and do about confirms that did not settle or did not reach their receiver
+(`herald ops confirms stuck | repair`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from herald.clock import Clock, now_ms
+from herald.confirms.delivery import Delivery, DeliveryStore, Push
+from herald.confirms.models import Confirm
+from herald.confirms.service import Confirms, ConfirmStore
+
+
+class PushQueue(Protocol):
+    def publish(self, push: Push, receiver_user_id: str, attempt: str = "") -> None: ...
+
+
+@dataclass(frozen=True)
+class Repaired:
+    confirm: Confirm
+    resent: tuple[str, ...]  # the delivery keys of the pushes sent again
+
+
+class ConfirmOperations:
+    def __init__(
+        self,
+        confirms: Confirms,
+        store: ConfirmStore,
+        deliveries: DeliveryStore,
+        queue: PushQueue,
+        clock: Clock = now_ms,
+    ) -> None:
+        self._confirms = confirms
+        self._store = store
+        self._deliveries = deliveries
+        self._queue = queue
+        self._clock = clock
+
+    def stuck(self, grace_ms: int, limit: int = 100) -> list[Confirm]:
+        """Pending past their expiry or processing past their lease by more than `grace_ms`: the janitor
+        (every minute) should have settled them, so something stops it (the owner service is down?)."""
+        return self._store.due(self._clock() - grace_ms, limit)
+
+    def failed_deliveries(self, limit: int = 100) -> list[Delivery]:
+        return self._deliveries.failures(limit)
+
+    def repair(self, app_code: str, confirm_id: str) -> Repaired:
+        """Settle the confirm from its owner's fact now, and send its failed pushes again (after the cause,
+        e.g. an account Tencent did not know, is fixed)."""
+        confirm = self._confirms.settle(self._confirms.get(app_code, confirm_id))
+        resent = []
+        for delivery in self._deliveries.for_confirm(app_code, confirm_id):
+            if delivery.status == "failed":
+                push = Push.for_delivery(app_code, confirm_id, delivery.key)
+                self._queue.publish(push, confirm.receiver_user_id, attempt=f"repair-{self._clock()}")
+                resent.append(delivery.key)
+        return Repaired(confirm, tuple(resent))
