@@ -20,4 +20,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         lambda record: on_dispatch(record, context.get_remaining_time_in_millis),
         queue_url=settings.events_queue_url,
         dead_letter_queue_url=settings.events_dlq_url,
+        lag_metric="EventsQueueLag",
     )

@@ -20,4 +20,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         on_im_push,
         queue_url=settings.im_push_queue_url,
         dead_letter_queue_url=settings.im_push_dlq_url,
+        lag_metric="ImPushQueueLag",
     )

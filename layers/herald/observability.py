@@ -6,6 +6,7 @@ id is the API Gateway request id or the Lambda request id. Traces come from Lamb
 alone costs more than a third of a worker's cold-start budget (tests/bench/cold_start.py).
 """
 
+import os
 import threading
 from typing import Any
 
@@ -46,3 +47,5 @@ def _metrics(namespace: str) -> Metrics:
 
 logger = Logger()
 metrics = _metrics("Herald")
+# Every metric carries its stage (and Powertools adds the function's service name): alarms select both.
+metrics.set_default_dimensions(stage=os.environ.get("HERALD_STAGE", "local"))

@@ -24,8 +24,9 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from herald import aws
+from herald.clock import now_ms
 from herald.dynamo import from_item
-from herald.observability import logger
+from herald.observability import logger, metrics
 
 MAX_BACKOFF_SECONDS = 300
 
@@ -71,11 +72,16 @@ def process_fifo(
     *,
     queue_url: str,
     dead_letter_queue_url: str,
+    lag_metric: str,
 ) -> dict[str, Any]:
+    """`lag_metric` receives, per record, how long it waited in the queue (ms since it was first sent)."""
     records = {r["messageId"]: r for r in event.get("Records", [])}
     asked_delays: dict[str, int] = {}
 
     def record_handler(record: SQSRecord) -> None:
+        sent_ms = int(record.attributes.sent_timestamp or 0)
+        if sent_ms:
+            metrics.add_metric(name=lag_metric, unit="Milliseconds", value=max(0, now_ms() - sent_ms))
         try:
             handle(record)
         except PermanentFailure as exc:

@@ -12,6 +12,7 @@ from herald.api.envelope import Envelope, ok
 from herald.api.security import CurrentService
 from herald.events.models import ExternalEvent, Target
 from herald.events.wiring import intake
+from herald.observability import metrics
 
 router = APIRouter(tags=["external events"])
 
@@ -77,5 +78,8 @@ def post_external_event(request: Request, body: ExternalEventIn, caller: Current
         revision=data.revision,
     )
     accepted = intake().accept(caller.service_id, caller.allowed_targets, event)
+    metrics.add_metric(
+        name="ExternalEventDuplicate" if accepted.duplicate else "ExternalEventAccepted", unit="Count", value=1
+    )
     envelope = ok(request, AcceptedOut(event_id=accepted.event_id, duplicate=accepted.duplicate))
     return JSONResponse(status_code=202, content=envelope.model_dump())

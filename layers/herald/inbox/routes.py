@@ -13,6 +13,7 @@ from herald.auth.models import Principal
 from herald.inbox.models import Kind, view
 from herald.inbox.service import MAX_PAGE, Incoming
 from herald.inbox.wiring import inbox
+from herald.observability import metrics
 
 producer_router = APIRouter(prefix="/internal/v1/inbox", tags=["inbox producers"])
 router = APIRouter(prefix="/api/v1/inbox", tags=["inbox"])
@@ -92,6 +93,8 @@ class Preferences(BaseModel):
 @producer_router.post("/notifications", response_model=Envelope[RecordedOut])
 def record(request: Request, body: NotificationIn, caller: CurrentService) -> Envelope[RecordedOut]:
     result = inbox().record(Incoming(**body.model_dump()))
+    outcome = "Skipped" if result.skipped else "Recorded" if result.created else "Duplicate"
+    metrics.add_metric(name=f"InboxNotification{outcome}", unit="Count", value=1)
     return ok(
         request, RecordedOut(notification_id=result.notification_id, created=result.created, skipped=result.skipped)
     )

@@ -122,10 +122,13 @@ class Repairs:
 
 
 class TurnService:
-    def __init__(self, store: TurnStore, queue: TurnQueue, clock: Clock = now_ms) -> None:
+    def __init__(
+        self, store: TurnStore, queue: TurnQueue, clock: Clock = now_ms, observe: Callable[[str], None] | None = None
+    ) -> None:
         self._store = store
         self._queue = queue
         self._clock = clock
+        self._observe = observe or (lambda outcome: None)  # counts outcomes (metrics), e.g. "TurnMessageQueued"
 
     # ------------------------------------------------------------------ app side (a member of the session)
     def post(self, caller: Principal, session_id: str, agent: str, text: str, lang: str | None) -> Posted:
@@ -165,6 +168,7 @@ class TurnService:
                     Entry(EventType.AGENT_ERROR, ENGINE, {"agent": agent, "message_id": message_id, "reason": refusal})
                 )
                 self._commit(Change(session, turns, turns, tuple(entries), message))
+                self._observe("TurnMessageRefused")
                 raise Conflict(_REFUSALS[refusal], reason=refusal, details={"message_id": message_id})
             if turns.state is TurnState.RUNNING:
                 after = replace(turns, queue=(*turns.queue, queued))
@@ -177,10 +181,12 @@ class TurnService:
                     )
                 )
                 self._commit(Change(session, turns, after, tuple(entries), message))
+                self._observe("TurnMessageQueued")
                 return Posted(message_id, Delivery.QUEUED, position)
             # Idle. Messages still waiting (a reopened session) go first: the newest never jumps ahead.
             after, started = _start_turn(turns, (*turns.queue, queued))
             self._commit(Change(session, turns, after, (*entries, *started), message))
+            self._observe("TurnMessageStarted")
             return Posted(message_id, Delivery.STARTED)
 
         return self._decided(decide)
@@ -288,6 +294,7 @@ class TurnService:
             return False
         self._queue.publish(turn)
         self._store.mark_dispatched(turn.session_id, turn.agent, turn.turn_id)
+        self._observe("TurnHandedOver")
         return True
 
     def repair(self, grace_ms: int, limit: int = 100) -> Repairs:

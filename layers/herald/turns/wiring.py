@@ -2,6 +2,7 @@
 
 from functools import lru_cache
 
+from herald.observability import metrics
 from herald.settings import get_settings
 from herald.turns.dynamo import DynamoTurnStore
 from herald.turns.service import TurnService
@@ -15,4 +16,8 @@ def turn_store() -> DynamoTurnStore:
 
 @lru_cache(maxsize=1)
 def turn_service() -> TurnService:
-    return TurnService(turn_store(), SqsTurnQueue(get_settings().turns_queue_url))
+    return TurnService(
+        turn_store(),
+        SqsTurnQueue(get_settings().turns_queue_url),
+        observe=lambda outcome: metrics.add_metric(name=outcome, unit="Count", value=1),
+    )

@@ -1,0 +1,77 @@
+"""The health gauges function publishes what waits for an operator as the metrics the template's alarms
+watch: an UNKNOWN job (and its service's blocked age), a push that failed for good, a turn not handed over."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from herald.auth.service_keys import ServiceKeys
+from herald_dev.fakes.feishu import FakeFeishu
+from herald_dev.fakes.tencent_im import FakeTencentIm
+from tests.conftest import clear_herald_caches
+from tests.functional.test_confirms_flow import invite
+from tests.functional.test_events import Partner
+from tests.support.aws import load_function
+from tests.support.events import EventsPipeline
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.pipeline import ConfirmPipeline
+from tests.support.turns import TurnsHarness
+
+
+def emitted(output: str) -> dict[str, float]:
+    """The gauges' values in the EMF lines Powertools printed."""
+    values: dict[str, float] = {}
+    for line in output.splitlines():
+        if '"_aws"' in line:
+            record = json.loads(line)
+            for definition in record["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
+                value = record[definition["Name"]]
+                values[definition["Name"]] = value[-1] if isinstance(value, list) else value
+    return values
+
+
+def publish(capsys: pytest.CaptureFixture[str]) -> dict[str, float]:
+    capsys.readouterr()
+    returned = load_function("health_gauges").handler({"source": "aws.events"}, FakeLambdaContext())
+    published = emitted(capsys.readouterr().out)
+    assert {name: published[name] for name in returned} == returned  # (besides what the in-process app added)
+    return returned  # type: ignore[no-any-return]
+
+
+def test_a_healthy_stack_publishes_zeros(aws: object, capsys: pytest.CaptureFixture[str]) -> None:
+    assert set(publish(capsys).values()) == {0}
+
+
+def test_unknown_job_failed_push_and_unsent_turn_show_in_the_gauges(
+    api: TestClient,
+    service_keys: ServiceKeys,
+    events: EventsPipeline,
+    feishu: FakeFeishu,
+    pipeline: ConfirmPipeline,
+    fake_im: FakeTencentIm,
+    turns: TurnsHarness,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    partner = Partner(api, service_keys, "scheduler", ["chat_id:oc_ops"])
+    feishu.queue_faults({"op": "send", "after_send": True})
+    partner.accept("e1")
+    partner.accept("e2")
+    events.drain()  # e1 is UNKNOWN; e2 waits behind it
+    fake_im.queue_faults({"error_code": 20003, "info": "invalid To_Account"})
+    invite(api)
+    pipeline.drain()  # the confirm push fails for good
+    turns.session()
+    turns.post("alice", "hello")
+    turns.stream.read()  # the outbox never ran
+    monkeypatch.setenv("HERALD_TURNS_JANITOR_GRACE_SECONDS", "-120")  # ... and the janitor's time is long past
+    clear_herald_caches()
+    gauges = publish(capsys)
+    assert gauges["EventsUnknownJobs"] == 1 and gauges["EventsFailedJobs"] == 0
+    assert gauges["EventsBlockedServices"] == 1 and gauges["EventsOldestBlockedAge"] >= 0
+    assert gauges["ImPushFailedDeliveries"] == 1
+    assert gauges["TurnsStuck"] == 1
+    assert gauges["ConfirmsStuck"] == 0
