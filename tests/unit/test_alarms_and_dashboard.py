@@ -75,7 +75,7 @@ def test_dashboard_is_valid_json_and_charts_only_emitted_metrics() -> None:
     rows = expanded(dashboard_metrics())
     herald = [row for row in rows if row[0] == "Herald"]
     assert len(herald) > 10
-    for namespace, name, *dimensions in herald:
+    for _namespace, name, *dimensions in herald:
         assert emitted_by_code(name), f"dashboard charts {name}, which nothing emits"
         assert dict(zip(dimensions[::2], dimensions[1::2], strict=True))["service"] in service_names()
 
