@@ -108,3 +108,27 @@ def test_poison_push_is_dead_lettered_then_redriven_once_in_group_order_after_an
 
     eventually(delivered_once_in_order)
     assert Journal.open(journal).entries == {}
+
+
+def test_purge_asks_first_and_stream_failures_are_not_redriven(cloud: LocalCloudProcess) -> None:
+    sqs = cloud.client("sqs")
+    url = cloud.resource("TurnsDeadLetters")
+    sqs.send_message(QueueUrl=url, MessageBody="{}", MessageGroupId="s/a", MessageDeduplicationId="poison")
+    base = [sys.executable, "-m", "herald_dev.cli", "ops", "dlq"]
+    state = ["--state-file", str(cloud.state_file)]
+    refused = subprocess.run(
+        [*base, "purge", "TurnsDeadLetters", *state],
+        input="no\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert refused.returncode == 2 and "nothing deleted" in refused.stderr
+    assert {row["dlq"]: row["depth"] for row in herald(cloud, "list")}["TurnsDeadLetters"] == 1
+    assert herald(cloud, "purge", "TurnsDeadLetters", "--yes") == [{"dlq": "TurnsDeadLetters", "purged": True}]
+    assert {row["dlq"]: row["depth"] for row in herald(cloud, "list")}["TurnsDeadLetters"] == 0
+    not_a_queue = subprocess.run(
+        [*base, "redrive", "StreamFailures", "--execute", *state], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    assert not_a_queue.returncode == 2 and "stream failures" in not_a_queue.stderr
