@@ -1,0 +1,377 @@
+"""A bounded load run against a running local cloud, then an audit that nothing was lost or doubled.
+
+Mixes, for `seconds`, on loopback:
+* confirms: an invitation, then its receiver accepts (one `im_confirm` and one `im_confirm_update` each);
+* inbox: a producer records notifications (some posted twice: the dedup key must hold) and users read some;
+* events: partners post numbered events to their own chat (some posted twice);
+* turns: members talk to agents while the load's own engine runs turns, and cancel some waiting messages.
+
+Then it waits for the pipelines to drain and audits from the outside (the fakes' logs, the API, the engine's
+turns): every accepted event delivered once and in order, every confirm's pushes sent once, every
+notification counted once, every queued message delivered xor cancelled. It prints the figures.
+
+    python tests/soak/load.py --state-file .herald/local.json --seconds 120
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import secrets
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
+
+from tests.support.tokens import make_token  # noqa: E402
+
+CREDENTIALS = {"region_name": "us-east-1", "aws_access_key_id": "local", "aws_secret_access_key": "local"}
+
+
+@dataclass
+class Stats:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    statuses: Counter[int] = field(default_factory=Counter)
+    transport_errors: int = 0
+
+    def record(self, family: str, status: int, seconds: float) -> None:
+        self.latencies[family].append(seconds)
+        self.statuses[status] += 1
+
+    def report(self, elapsed: float) -> dict[str, Any]:
+        every = [s for values in self.latencies.values() for s in values]
+        return {
+            "requests": len(every),
+            "throughput_rps": round(len(every) / elapsed, 1) if elapsed else 0,
+            "p50_ms": _percentile(every, 50),
+            "p99_ms": _percentile(every, 99),
+            "by_family": {
+                family: {"requests": len(v), "p50_ms": _percentile(v, 50), "p99_ms": _percentile(v, 99)}
+                for family, v in sorted(self.latencies.items())
+            },
+            "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+            "5xx": sum(v for k, v in self.statuses.items() if k >= 500),
+            "transport_errors": self.transport_errors,
+        }
+
+
+def _percentile(values: list[float], pct: int) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return round(values[0] * 1000, 1)
+    return round(statistics.quantiles(values, n=100, method="inclusive")[pct - 1] * 1000, 1)
+
+
+@dataclass
+class Ledger:
+    """What the load was told was accepted: the audit's expectations."""
+
+    confirms: dict[str, str] = field(default_factory=dict)  # invitation id -> receiver
+    accepted_confirms: set[str] = field(default_factory=set)  # confirm ids the receiver accepted
+    notifications: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # user -> ids
+    read: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    events: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # chat -> titles, in order
+    messages: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # session -> message ids
+    cancelled: set[str] = field(default_factory=set)
+    turns: list[dict[str, Any]] = field(default_factory=list)  # as the engine received them
+
+
+class LoadRun:
+    def __init__(self, state: dict[str, Any], seconds: float, workers: int, seed: int) -> None:
+        self.http_url = state["http_url"]
+        self.fakes = state["fakes"]
+        self.resources = state["resources"]
+        self.aws_endpoint = state["aws_endpoint"]
+        self.dynamodb_endpoint = state.get("dynamodb_endpoint") or state["aws_endpoint"]
+        self.seconds = seconds
+        self.workers = workers
+        self.rng = random.Random(seed)
+        self.run_id = secrets.token_hex(3)
+        self.stats = Stats()
+        self.ledger = Ledger()
+        self.keys = self._keys()
+        self.deadline = 0.0
+
+    # ------------------------------------------------------------------ setup
+    def _keys(self) -> dict[str, str]:
+        from herald.auth.dynamo import DynamoServiceKeyStore
+        from herald.auth.service_keys import ServiceKeys
+
+        client = boto3.client("dynamodb", endpoint_url=self.dynamodb_endpoint, **CREDENTIALS)
+        keys = ServiceKeys(DynamoServiceKeyStore(self.resources["ServiceKeysTable"]["Ref"], client))
+        service = f"load-{self.run_id}"
+        key, _ = keys.create_key(service, ["/events/external", "/internal/v1/inbox", "/internal/v1/sessions"])
+        chats = [f"chat_id:oc_{self.run_id}_{n}" for n in range(self.workers)]
+        keys.set_targets(service, chats, [])
+        return {"service": key}
+
+    def _user(self, n: int) -> str:
+        return str(30_000_000 + int(self.run_id, 16) % 1_000_000 * 10 + n)
+
+    async def _call(self, client: httpx.AsyncClient, family: str, method: str, path: str, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            response = await client.request(method, path, **kwargs)
+        except httpx.HTTPError:
+            self.stats.transport_errors += 1
+            return None
+        self.stats.record(family, response.status_code, time.perf_counter() - started)
+        return response
+
+    def _as(self, user: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {make_token(user, ttl=3600)}"}
+
+    @property
+    def _service(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.keys['service']}"}
+
+    # ------------------------------------------------------------------ the mix
+    async def confirms(self, client: httpx.AsyncClient, worker: int) -> None:
+        n = 0
+        while time.monotonic() < self.deadline:
+            inviter, receiver = self._user(1000 + worker * 100), self._user(5000 + worker * 1000 + n)
+            n += 1
+            body = {"invitation_type": "host", "target_user_id": receiver}
+            response = await self._call(
+                client, "confirm", "POST", "/api/v1/role-invitations", json=body, headers=self._as(inviter)
+            )
+            if response is None or response.status_code != 200:
+                continue
+            self.ledger.confirms[response.json()["data"]["invitation_id"]] = receiver
+            confirm_id = await self._confirm_of(client, receiver, inviter)
+            if confirm_id is None:
+                continue
+            accepted = await self._call(
+                client,
+                "confirm",
+                "POST",
+                f"/api/v1/message/action-confirms/{confirm_id}/accept",
+                json={"command_id": f"tap-{confirm_id}"},
+                headers=self._as(receiver),
+            )
+            if accepted is not None and accepted.status_code == 200:
+                self.ledger.accepted_confirms.add(confirm_id)
+
+    async def _confirm_of(self, client: httpx.AsyncClient, receiver: str, inviter: str) -> str | None:
+        for _ in range(100):
+            response = await self._call(
+                client,
+                "confirm",
+                "GET",
+                "/api/v1/message/action-confirms",
+                params={"peer_user_id": inviter},
+                headers=self._as(receiver),
+            )
+            if response is not None and response.status_code == 200 and response.json()["data"]["items"]:
+                return str(response.json()["data"]["items"][0]["confirm_id"])
+            await asyncio.sleep(0.1)
+        return None
+
+    async def inbox(self, client: httpx.AsyncClient, worker: int) -> None:
+        n = 0
+        users = [self._user(20_000 + worker * 10 + u) for u in range(3)]
+        while time.monotonic() < self.deadline:
+            user = self.rng.choice(users)
+            tail = f"{self.run_id}-{worker}-{n}"
+            n += 1
+            body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "load", "tail": tail, "title": tail}
+            for _ in range(2 if self.rng.random() < 0.2 else 1):  # some producers retry
+                response = await self._call(
+                    client, "inbox", "POST", "/internal/v1/inbox/notifications", json=body, headers=self._service
+                )
+                if response is not None and response.status_code == 200:
+                    self.ledger.notifications[user].add(response.json()["data"]["notification_id"])
+            if self.ledger.notifications[user] and self.rng.random() < 0.3:
+                target = self.rng.choice(sorted(self.ledger.notifications[user]))
+                read = await self._call(
+                    client, "inbox", "POST", f"/api/v1/inbox/notifications/{target}/read", headers=self._as(user)
+                )
+                if read is not None and read.status_code == 200:
+                    self.ledger.read[user].add(target)
+            await self._call(client, "inbox", "GET", "/api/v1/inbox/unread-count", headers=self._as(user))
+
+    async def events(self, client: httpx.AsyncClient, worker: int) -> None:
+        chat = f"oc_{self.run_id}_{worker}"
+        n = 0
+        while time.monotonic() < self.deadline:
+            title = f"{chat} #{n}"
+            body = {
+                "event_id": f"{chat}-{n}",
+                "event_type": "load",
+                "data": {
+                    "title": title,
+                    "status": "ok",
+                    "target": {"receive_id": chat, "receive_id_type": "chat_id"},
+                },
+            }
+            accepted = False
+            for _ in range(2 if self.rng.random() < 0.2 else 1):  # some partners retry
+                response = await self._call(
+                    client, "events", "POST", "/events/external", json=body, headers=self._service
+                )
+                accepted = accepted or (response is not None and response.status_code == 202)
+            if not accepted:
+                return  # the next number must not run ahead of a lost one: the order audit counts on it
+            self.ledger.events[chat].append(title)
+            n += 1
+            await asyncio.sleep(0.05)
+
+    async def turns(self, client: httpx.AsyncClient, worker: int) -> None:
+        session = f"load-{self.run_id}-{worker}"
+        member = self._user(40_000 + worker)
+        body = {"app_code": "lalu", "members": {member: "developer"}, "agents": ["po"], "status": "active"}
+        await self._call(client, "turns", "PUT", f"/internal/v1/sessions/{session}", json=body, headers=self._service)
+        n = 0
+        while time.monotonic() < self.deadline:
+            n += 1
+            response = await self._call(
+                client,
+                "turns",
+                "POST",
+                f"/api/v1/sessions/{session}/agents/po/messages",
+                json={"text": f"{session} m{n}"},
+                headers=self._as(member),
+            )
+            if response is not None and response.status_code == 202:
+                data = response.json()["data"]
+                self.ledger.messages[session].append(data["message_id"])
+                if data["delivery"] == "queued" and self.rng.random() < 0.25:
+                    cancel = await self._call(
+                        client,
+                        "turns",
+                        "POST",
+                        f"/api/v1/sessions/{session}/agents/po/messages/{data['message_id']}/cancel",
+                        headers=self._as(member),
+                    )
+                    if cancel is not None and cancel.status_code == 200:
+                        self.ledger.cancelled.add(data["message_id"])
+            await asyncio.sleep(self.rng.uniform(0.05, 0.3))
+
+    async def engine(self, client: httpx.AsyncClient, stop: asyncio.Event) -> None:
+        """The agent engine's side: takes this run's turns and finishes each after a short while."""
+        sqs = boto3.client("sqs", endpoint_url=self.aws_endpoint, **CREDENTIALS)
+        url = self.resources["TurnsQueue"]["Ref"]
+        prefix = f"load-{self.run_id}-"
+        while not stop.is_set():
+            response = await asyncio.to_thread(
+                sqs.receive_message, QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1, VisibilityTimeout=60
+            )
+            for message in response.get("Messages", []):
+                turn = json.loads(message["Body"])
+                if not turn["session_id"].startswith(prefix):
+                    continue  # another user of this local cloud
+                await asyncio.sleep(self.rng.uniform(0.1, 0.6))
+                path = (
+                    f"/internal/v1/sessions/{turn['session_id']}/agents/{turn['agent']}/turns/{turn['turn_id']}/finish"
+                )
+                finished = await self._call(client, "engine", "POST", path, headers=self._service)
+                if finished is not None and finished.status_code == 200:
+                    self.ledger.turns.append(turn)
+                    await asyncio.to_thread(sqs.delete_message, QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+    # ------------------------------------------------------------------ run
+    async def run(self, drain_timeout: float) -> dict[str, Any]:
+        started = time.monotonic()
+        self.deadline = started + self.seconds
+        stop_engine = asyncio.Event()
+        limits = httpx.Limits(max_connections=64)
+        async with httpx.AsyncClient(base_url=self.http_url, timeout=60, limits=limits) as client:
+            engine = asyncio.create_task(self.engine(client, stop_engine))
+            mix = [self.confirms, self.inbox, self.events, self.turns]
+            await asyncio.gather(*(part(client, worker) for part in mix for worker in range(self.workers)))
+            elapsed = time.monotonic() - started
+            audit = await self.audit(client, drain_timeout)
+            stop_engine.set()
+            await engine
+        return {"seconds": round(elapsed, 1), **self.stats.report(elapsed), "audit": audit}
+
+    async def audit(self, client: httpx.AsyncClient, timeout: float) -> dict[str, Any]:
+        """Wait for the pipelines to drain, then count (until the counts hold, or the timeout)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = await self._count(client)
+            if result["lost"] == 0 or time.monotonic() > deadline:
+                return result
+            await asyncio.sleep(1)
+
+    async def _count(self, client: httpx.AsyncClient) -> dict[str, Any]:
+        lost = duplicates = 0
+        im = (await client.get(f"{self.fakes['tencent_im']}/__fake/messages")).json()
+        pushes = Counter((m["data"]["confirm_id"], m["data"]["type"], m["data"]["status"]) for m in im)
+        receivers = set(self.ledger.confirms.values())
+        mine = {
+            cid for (cid, _, _) in pushes if any(m["to"] in receivers for m in im if m["data"]["confirm_id"] == cid)
+        }
+        for confirm_id in mine | self.ledger.accepted_confirms:
+            duplicates += max(0, pushes[(confirm_id, "im_confirm", "pending")] - 1)
+            lost += pushes[(confirm_id, "im_confirm", "pending")] == 0
+            if confirm_id in self.ledger.accepted_confirms:
+                duplicates += max(0, pushes[(confirm_id, "im_confirm_update", "accepted")] - 1)
+                lost += pushes[(confirm_id, "im_confirm_update", "accepted")] == 0
+        lost += max(0, len(self.ledger.confirms) - len(mine))
+
+        cards = (await client.get(f"{self.fakes['feishu']}/__fake/messages")).json()
+        delivered: dict[str, list[str]] = defaultdict(list)
+        for card in cards:
+            delivered[card["receive_id"]].append(card["title"])
+        out_of_order = 0
+        for chat, titles in self.ledger.events.items():
+            got = delivered.get(chat, [])
+            duplicates += len(got) - len(set(got))
+            lost += len(set(titles) - set(got))
+            out_of_order += [t for t in got if t in set(titles)] != titles[: len(got)]
+
+        miscounted = 0
+        for user, ids in self.ledger.notifications.items():
+            response = await client.get("/api/v1/inbox/unread-count", headers=self._as(user))
+            miscounted += response.json()["data"]["unread_count"] != len(ids - self.ledger.read[user])
+
+        read_in_turns = Counter(mid for turn in self.ledger.turns for mid in turn["message_ids"])
+        accepted_messages = [mid for ids in self.ledger.messages.values() for mid in ids]
+        both = sum(1 for mid in accepted_messages if mid in self.ledger.cancelled and read_in_turns[mid])
+        neither = sum(1 for mid in accepted_messages if mid not in self.ledger.cancelled and not read_in_turns[mid])
+        duplicates += sum(count - 1 for count in read_in_turns.values() if count > 1) + both
+        lost += neither
+        return {
+            "confirms": len(self.ledger.confirms),
+            "confirm_pushes": sum(pushes[k] for k in pushes if k[0] in mine),
+            "notifications": sum(len(ids) for ids in self.ledger.notifications.values()),
+            "events": sum(len(t) for t in self.ledger.events.values()),
+            "cards": sum(len(delivered.get(chat, [])) for chat in self.ledger.events),
+            "turn_messages": len(accepted_messages),
+            "turns": len(self.ledger.turns),
+            "cancelled": len(self.ledger.cancelled),
+            "duplicates": duplicates,
+            "lost": lost,
+            "out_of_order": out_of_order,
+            "unread_miscounted": miscounted,
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--state-file", default=str(REPO / ".herald" / "local.json"))
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--workers", type=int, default=3, help="workers per part of the mix")
+    parser.add_argument("--drain-timeout", type=float, default=120)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    state = json.loads(Path(args.state_file).read_text())
+    report = asyncio.run(LoadRun(state, args.seconds, args.workers, args.seed).run(args.drain_timeout))
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
