@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml layers/requirements.txt | sha1sum | cut -c1-12)
 DYNAMODB_LOCAL := infra/dynamodb-local/node_modules/.package-lock.json
 
-.PHONY: setup dev test lint format unit integration-moto integration-dynamodb-local bench deploy clean
+.PHONY: setup dev test lint format unit integration-moto integration-dynamodb-local bench soak deploy clean
 
 setup: $(STAMP) $(DYNAMODB_LOCAL)
 
@@ -48,6 +48,12 @@ integration-dynamodb-local: setup
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench/cold_start.py
+
+## soak: minutes of mixed load, then the same with SIGKILL + restart under load; each audited (SOAK_SECONDS)
+SOAK_SECONDS ?= 180
+soak: setup
+	$(BIN)/python tests/soak/run.py --seconds $(SOAK_SECONDS)
+	$(BIN)/python tests/soak/run.py --seconds $(SOAK_SECONDS) --crashes 3
 
 ## deploy: build the layer and functions with SAM and deploy with samconfig.toml
 deploy: $(STAMP)

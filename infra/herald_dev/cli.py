@@ -1,6 +1,7 @@
 """`herald`: the developer and operator command line.
 
 herald local                 the whole stack on this machine (what `make dev` runs)
+herald backing               AWS (moto) and the provider fakes alone, to outlive `herald local --backing`
 herald token --user 10002    a dev JWT for the local cloud
 herald keys create ...       a service key (printed once) in the local or a deployed stack
 herald targets ...           where a service's external events may be delivered
@@ -24,6 +25,7 @@ import boto3
 import jwt
 
 from herald_dev.cloud import LOCAL_JWT_SECRET, LocalCloud, LocalCloudConfig
+from herald_dev.fakes import Providers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TEMPLATE = REPO_ROOT / "template.yaml"
@@ -49,6 +51,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", datefmt="%H:%M:%S"
     )
     logging.getLogger("botocore").setLevel(logging.WARNING)
+    backing = json.loads(Path(args.backing).read_text()) if args.backing else None
     config = LocalCloudConfig(
         template_path=Path(args.template).resolve(),
         stack_name=args.stack,
@@ -56,7 +59,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         http_port=args.http_port,
         ws_port=args.ws_port,
         moto_port=args.moto_port,
-        aws_endpoint=args.aws_endpoint,
+        aws_endpoint=backing["aws_endpoint"] if backing else args.aws_endpoint,
         dynamodb_endpoint=args.dynamodb_endpoint,
         parameter_overrides=_parse_pairs(args.parameter),
         environment=_parse_pairs(args.env),
@@ -65,8 +68,40 @@ def cmd_local(args: argparse.Namespace) -> int:
         feishu_port=args.feishu_port,
         ttl_sweep_seconds=args.ttl_sweep_seconds,
         engine_turn_seconds=args.engine_turn_seconds,
+        providers=Providers.from_dict(backing["providers"]) if backing else None,
     )
     LocalCloud(config).run()
+    return 0
+
+
+def cmd_backing(args: argparse.Namespace) -> int:
+    """The state a local cloud keeps outside itself: SQS (moto, corrected as the local cloud's) and the
+    provider fakes. A `herald local --backing FILE` can then be killed and restarted (with DynamoDB Local for
+    the tables) without losing a queued message or what the fakes received."""
+    import signal
+    import threading
+
+    from moto.server import ThreadedMotoServer
+
+    from herald_dev import moto_patches
+    from herald_dev.fakes import start_fakes
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-5s %(name)s: %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    moto_patches.install()
+    moto = ThreadedMotoServer(ip_address=args.host, port=args.moto_port, verbose=False)
+    moto.start()
+    fakes = start_fakes(args.tencent_im_port, args.feishu_port)
+    state = {"aws_endpoint": f"http://{args.host}:{args.moto_port}", "providers": fakes.providers.to_dict()}
+    Path(args.state_file).write_text(json.dumps(state))
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    logging.getLogger("backing").info("ready: %s", json.dumps(state))
+    stop.wait()
+    fakes.stop()
+    moto.stop()
+    Path(args.state_file).unlink(missing_ok=True)
     return 0
 
 
@@ -457,7 +492,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long the reference agent engine works on a turn (0: no engine)",
     )
     local.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    local.add_argument("--backing", help="the state file of a running `herald backing` (AWS and fakes live there)")
     local.set_defaults(run=cmd_local)
+
+    backing = commands.add_parser("backing", help="AWS (moto) and the provider fakes, outside the local cloud")
+    backing.add_argument("--host", default="127.0.0.1")
+    backing.add_argument("--moto-port", type=int, required=True)
+    backing.add_argument("--tencent-im-port", type=int, default=0)
+    backing.add_argument("--feishu-port", type=int, default=0)
+    backing.add_argument(
+        "--state-file", required=True, help="where to write the endpoints for `herald local --backing`"
+    )
+    backing.set_defaults(run=cmd_backing)
 
     token = commands.add_parser("token", help="print a dev JWT (HS256, the local secret)")
     token.add_argument("--user", required=True)

@@ -26,7 +26,7 @@ import uvicorn
 
 from herald_dev import moto_patches
 from herald_dev.engine import ReferenceEngine
-from herald_dev.fakes import Fakes, start_fakes
+from herald_dev.fakes import Fakes, Providers, start_fakes
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
@@ -76,6 +76,8 @@ class LocalCloudConfig:
     feishu_port: int = 8091
     ttl_sweep_seconds: float = 10.0
     engine_turn_seconds: float = 0.0  # > 0: run the reference agent engine (turns take this long)
+    # Providers running outside this process (`herald backing`): then no fakes are started here.
+    providers: Providers | None = None
 
 
 class LocalCloud:
@@ -93,6 +95,7 @@ class LocalCloud:
         self._servers: list[_Server] = []
         self._moto: Any = None
         self.fakes: Fakes | None = None
+        self.providers: Providers | None = config.providers
         self.engine: ReferenceEngine | None = None
         self._engine_key: str | None = None
 
@@ -159,9 +162,9 @@ class LocalCloud:
         )
         # Locally tokens are HS256 from `herald token`; issuer/audience/JWKS apply when configured explicitly.
         unset = ["HERALD_JWT_JWKS_URL", "HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"]
-        if self.fakes is not None:
-            merged.update(self.fakes.environment)
-            unset.extend(self.fakes.unset)
+        if self.providers is not None:
+            merged.update(self.providers.environment)
+            unset.extend(self.providers.unset)
         for key in unset:
             merged.pop(key, None)
             os.environ.pop(key, None)
@@ -259,9 +262,11 @@ class LocalCloud:
     # ------------------------------------------------------------------ run
     def prepare(self) -> None:
         self._start_aws()
-        self.fakes = start_fakes(self.config.tencent_im_port, self.config.feishu_port)
-        log.info("fake Tencent IM on %s (messages: %s/)", self.fakes.tencent_im.url, self.fakes.tencent_im.url)
-        log.info("fake Feishu on %s (cards: %s/)", self.fakes.feishu.url, self.fakes.feishu.url)
+        if self.providers is None:
+            self.fakes = start_fakes(self.config.tencent_im_port, self.config.feishu_port)
+            self.providers = self.fakes.providers
+            log.info("fake Tencent IM on %s (messages: %s/)", self.fakes.tencent_im.url, self.fakes.tencent_im.url)
+            log.info("fake Feishu on %s (cards: %s/)", self.fakes.feishu.url, self.fakes.feishu.url)
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
         self._load_functions()
         self._wire_sources()
@@ -297,7 +302,7 @@ class LocalCloud:
             "http_url": self.http_url,
             "ws_url": self.ws_url,
             "resources": self.stack.attributes,
-            "fakes": self.fakes.urls if self.fakes else {},
+            "fakes": self.providers.urls if self.providers else {},
             "engine_key": self._engine_key,
             "pid": os.getpid(),
         }

@@ -37,6 +37,7 @@ sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 from tests.support.tokens import make_token  # noqa: E402
 
 CREDENTIALS = {"region_name": "us-east-1", "aws_access_key_id": "local", "aws_secret_access_key": "local"}
+RETRY_AFTER_DEADLINE_S = 300
 
 
 @dataclass
@@ -78,13 +79,14 @@ def _percentile(values: list[float], pct: int) -> float:
 class Ledger:
     """What the load was told was accepted: the audit's expectations."""
 
-    confirms: dict[str, str] = field(default_factory=dict)  # invitation id -> receiver
+    confirms: dict[str, str] = field(default_factory=dict)  # receiver -> invitation id (answered 200)
+    invited: set[str] = field(default_factory=set)  # every receiver invited, answered or not
     accepted_confirms: set[str] = field(default_factory=set)  # confirm ids the receiver accepted
     notifications: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # user -> ids
     read: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     events: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # chat -> titles, in order
     messages: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # session -> message ids
-    cancelled: set[str] = field(default_factory=set)
+    members: dict[str, str] = field(default_factory=dict)  # session -> its member
     turns: list[dict[str, Any]] = field(default_factory=list)  # as the engine received them
 
 
@@ -103,6 +105,7 @@ class LoadRun:
         self.ledger = Ledger()
         self.keys = self._keys()
         self.deadline = 0.0
+        self.unknown_resolved = 0
 
     # ------------------------------------------------------------------ setup
     def _keys(self) -> dict[str, str]:
@@ -120,15 +123,24 @@ class LoadRun:
     def _user(self, n: int) -> str:
         return str(30_000_000 + int(self.run_id, 16) % 1_000_000 * 10 + n)
 
-    async def _call(self, client: httpx.AsyncClient, family: str, method: str, path: str, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            response = await client.request(method, path, **kwargs)
-        except httpx.HTTPError:
-            self.stats.transport_errors += 1
-            return None
-        self.stats.record(family, response.status_code, time.perf_counter() - started)
-        return response
+    async def _call(
+        self, client: httpx.AsyncClient, family: str, method: str, path: str, retry: bool = False, **kwargs: Any
+    ) -> Any:
+        """One request; None when it got no answer (the local cloud was down). An idempotent one (`retry`)
+        is sent again until it gets an answer, as its client would."""
+        give_up = self.deadline + RETRY_AFTER_DEADLINE_S
+        while True:
+            started = time.perf_counter()
+            try:
+                response = await client.request(method, path, **kwargs)
+            except httpx.HTTPError:
+                self.stats.transport_errors += 1
+                if not retry or time.monotonic() > give_up:
+                    return None
+                await asyncio.sleep(0.5)
+                continue
+            self.stats.record(family, response.status_code, time.perf_counter() - started)
+            return response
 
     def _as(self, user: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {make_token(user, ttl=3600)}"}
@@ -144,12 +156,13 @@ class LoadRun:
             inviter, receiver = self._user(1000 + worker * 100), self._user(5000 + worker * 1000 + n)
             n += 1
             body = {"invitation_type": "host", "target_user_id": receiver}
+            self.ledger.invited.add(receiver)
             response = await self._call(
                 client, "confirm", "POST", "/api/v1/role-invitations", json=body, headers=self._as(inviter)
             )
             if response is None or response.status_code != 200:
-                continue
-            self.ledger.confirms[response.json()["data"]["invitation_id"]] = receiver
+                continue  # no answer: it may or may not exist (the audit still checks it for duplicates)
+            self.ledger.confirms[receiver] = response.json()["data"]["invitation_id"]
             confirm_id = await self._confirm_of(client, receiver, inviter)
             if confirm_id is None:
                 continue
@@ -160,6 +173,7 @@ class LoadRun:
                 f"/api/v1/message/action-confirms/{confirm_id}/accept",
                 json={"command_id": f"tap-{confirm_id}"},
                 headers=self._as(receiver),
+                retry=True,  # a click is idempotent by its command id
             )
             if accepted is not None and accepted.status_code == 200:
                 self.ledger.accepted_confirms.add(confirm_id)
@@ -173,6 +187,7 @@ class LoadRun:
                 "/api/v1/message/action-confirms",
                 params={"peer_user_id": inviter},
                 headers=self._as(receiver),
+                retry=True,
             )
             if response is not None and response.status_code == 200 and response.json()["data"]["items"]:
                 return str(response.json()["data"]["items"][0]["confirm_id"])
@@ -189,18 +204,29 @@ class LoadRun:
             body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "load", "tail": tail, "title": tail}
             for _ in range(2 if self.rng.random() < 0.2 else 1):  # some producers retry
                 response = await self._call(
-                    client, "inbox", "POST", "/internal/v1/inbox/notifications", json=body, headers=self._service
+                    client,
+                    "inbox",
+                    "POST",
+                    "/internal/v1/inbox/notifications",
+                    json=body,
+                    headers=self._service,
+                    retry=True,
                 )
                 if response is not None and response.status_code == 200:
                     self.ledger.notifications[user].add(response.json()["data"]["notification_id"])
             if self.ledger.notifications[user] and self.rng.random() < 0.3:
                 target = self.rng.choice(sorted(self.ledger.notifications[user]))
                 read = await self._call(
-                    client, "inbox", "POST", f"/api/v1/inbox/notifications/{target}/read", headers=self._as(user)
+                    client,
+                    "inbox",
+                    "POST",
+                    f"/api/v1/inbox/notifications/{target}/read",
+                    headers=self._as(user),
+                    retry=True,
                 )
                 if read is not None and read.status_code == 200:
                     self.ledger.read[user].add(target)
-            await self._call(client, "inbox", "GET", "/api/v1/inbox/unread-count", headers=self._as(user))
+            await self._call(client, "inbox", "GET", "/api/v1/inbox/unread-count", headers=self._as(user), retry=True)
 
     async def events(self, client: httpx.AsyncClient, worker: int) -> None:
         chat = f"oc_{self.run_id}_{worker}"
@@ -219,7 +245,7 @@ class LoadRun:
             accepted = False
             for _ in range(2 if self.rng.random() < 0.2 else 1):  # some partners retry
                 response = await self._call(
-                    client, "events", "POST", "/events/external", json=body, headers=self._service
+                    client, "events", "POST", "/events/external", json=body, headers=self._service, retry=True
                 )
                 accepted = accepted or (response is not None and response.status_code == 202)
             if not accepted:
@@ -232,7 +258,10 @@ class LoadRun:
         session = f"load-{self.run_id}-{worker}"
         member = self._user(40_000 + worker)
         body = {"app_code": "lalu", "members": {member: "developer"}, "agents": ["po"], "status": "active"}
-        await self._call(client, "turns", "PUT", f"/internal/v1/sessions/{session}", json=body, headers=self._service)
+        await self._call(
+            client, "turns", "PUT", f"/internal/v1/sessions/{session}", json=body, headers=self._service, retry=True
+        )
+        self.ledger.members[session] = member
         n = 0
         while time.monotonic() < self.deadline:
             n += 1
@@ -248,15 +277,13 @@ class LoadRun:
                 data = response.json()["data"]
                 self.ledger.messages[session].append(data["message_id"])
                 if data["delivery"] == "queued" and self.rng.random() < 0.25:
-                    cancel = await self._call(
+                    await self._call(  # answered or not: the audit reads cancellations from the event log
                         client,
                         "turns",
                         "POST",
                         f"/api/v1/sessions/{session}/agents/po/messages/{data['message_id']}/cancel",
                         headers=self._as(member),
                     )
-                    if cancel is not None and cancel.status_code == 200:
-                        self.ledger.cancelled.add(data["message_id"])
             await asyncio.sleep(self.rng.uniform(0.05, 0.3))
 
     async def engine(self, client: httpx.AsyncClient, stop: asyncio.Event) -> None:
@@ -264,6 +291,7 @@ class LoadRun:
         sqs = boto3.client("sqs", endpoint_url=self.aws_endpoint, **CREDENTIALS)
         url = self.resources["TurnsQueue"]["Ref"]
         prefix = f"load-{self.run_id}-"
+        finished_turns: set[str] = set()
         while not stop.is_set():
             response = await asyncio.to_thread(
                 sqs.receive_message, QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1, VisibilityTimeout=60
@@ -272,12 +300,17 @@ class LoadRun:
                 turn = json.loads(message["Body"])
                 if not turn["session_id"].startswith(prefix):
                     continue  # another user of this local cloud
+                if turn["turn_id"] in finished_turns:  # the engine runs a turn once, however often it arrives
+                    self.ledger.turns.append(turn)
+                    await asyncio.to_thread(sqs.delete_message, QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                    continue
                 await asyncio.sleep(self.rng.uniform(0.1, 0.6))
                 path = (
                     f"/internal/v1/sessions/{turn['session_id']}/agents/{turn['agent']}/turns/{turn['turn_id']}/finish"
                 )
-                finished = await self._call(client, "engine", "POST", path, headers=self._service)
+                finished = await self._call(client, "engine", "POST", path, headers=self._service, retry=True)
                 if finished is not None and finished.status_code == 200:
+                    finished_turns.add(turn["turn_id"])
                     self.ledger.turns.append(turn)
                     await asyncio.to_thread(sqs.delete_message, QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
@@ -301,26 +334,50 @@ class LoadRun:
         """Wait for the pipelines to drain, then count (until the counts hold, or the timeout)."""
         deadline = time.monotonic() + timeout
         while True:
+            await self._resolve_unknown_jobs(client)
             result = await self._count(client)
+            result["unknown_resolved_by_operator"] = self.unknown_resolved
             if result["lost"] == 0 or time.monotonic() > deadline:
                 return result
             await asyncio.sleep(1)
 
+    async def _resolve_unknown_jobs(self, client: httpx.AsyncClient) -> None:
+        """The operator's runbook for an UNKNOWN job (a crash between marking a send and recording it): look
+        in Feishu for the card; found, record it as sent with its message id; not found, requeue it."""
+        from herald.events.dynamo import DynamoJobStore
+        from herald.events.models import JobStatus
+        from herald.events.service import DispatchPolicy, EventOperations
+
+        dynamodb = boto3.client("dynamodb", endpoint_url=self.dynamodb_endpoint, **CREDENTIALS)
+        operations = EventOperations(
+            DynamoJobStore(self.resources["ExternalEventsTable"]["Ref"], dynamodb), DispatchPolicy()
+        )
+        blocked = [
+            job
+            for job, _ in await asyncio.to_thread(operations.blocked)
+            if job.service_id == f"load-{self.run_id}" and job.status is JobStatus.UNKNOWN
+        ]
+        if not blocked:
+            return
+        cards = (await client.get(f"{self.fakes['feishu']}/__fake/messages")).json()
+        sent = {(card["receive_id"], card["title"]): card["message_id"] for card in cards}
+        for job in blocked:
+            message_id = sent.get((job.event.target.receive_id, job.event.title))
+            if message_id:
+                await asyncio.to_thread(operations.sent, job.job_id, message_id, "soak", "found in Feishu")
+            else:
+                await asyncio.to_thread(operations.requeue, job.job_id, "soak", "not in Feishu")
+            self.unknown_resolved += 1
+
     async def _count(self, client: httpx.AsyncClient) -> dict[str, Any]:
         lost = duplicates = 0
         im = (await client.get(f"{self.fakes['tencent_im']}/__fake/messages")).json()
-        pushes = Counter((m["data"]["confirm_id"], m["data"]["type"], m["data"]["status"]) for m in im)
-        receivers = set(self.ledger.confirms.values())
-        mine = {
-            cid for (cid, _, _) in pushes if any(m["to"] in receivers for m in im if m["data"]["confirm_id"] == cid)
-        }
-        for confirm_id in mine | self.ledger.accepted_confirms:
-            duplicates += max(0, pushes[(confirm_id, "im_confirm", "pending")] - 1)
-            lost += pushes[(confirm_id, "im_confirm", "pending")] == 0
-            if confirm_id in self.ledger.accepted_confirms:
-                duplicates += max(0, pushes[(confirm_id, "im_confirm_update", "accepted")] - 1)
-                lost += pushes[(confirm_id, "im_confirm_update", "accepted")] == 0
-        lost += max(0, len(self.ledger.confirms) - len(mine))
+        mine = [m for m in im if m["to"] in self.ledger.invited]
+        pushes = Counter((m["data"]["confirm_id"], m["data"]["type"], m["data"]["status"]) for m in mine)
+        duplicates += sum(count - 1 for count in pushes.values())
+        pending_pushed_to = {m["to"] for m in mine if m["data"]["type"] == "im_confirm"}
+        lost += len(set(self.ledger.confirms) - pending_pushed_to)  # an answered invitation without its confirm
+        lost += sum(pushes[(cid, "im_confirm_update", "accepted")] == 0 for cid in self.ledger.accepted_confirms)
 
         cards = (await client.get(f"{self.fakes['feishu']}/__fake/messages")).json()
         delivered: dict[str, list[str]] = defaultdict(list)
@@ -338,25 +395,58 @@ class LoadRun:
             response = await client.get("/api/v1/inbox/unread-count", headers=self._as(user))
             miscounted += response.json()["data"]["unread_count"] != len(ids - self.ledger.read[user])
 
-        read_in_turns = Counter(mid for turn in self.ledger.turns for mid in turn["message_ids"])
-        accepted_messages = [mid for ids in self.ledger.messages.values() for mid in ids]
-        both = sum(1 for mid in accepted_messages if mid in self.ledger.cancelled and read_in_turns[mid])
-        neither = sum(1 for mid in accepted_messages if mid not in self.ledger.cancelled and not read_in_turns[mid])
-        duplicates += sum(count - 1 for count in read_in_turns.values() if count > 1) + both
-        lost += neither
+        turns = await self._audit_turns(client)
+        turn_duplicates, turn_lost = turns.pop("turn_duplicates"), turns.pop("turn_lost")
         return {
             "confirms": len(self.ledger.confirms),
-            "confirm_pushes": sum(pushes[k] for k in pushes if k[0] in mine),
+            "confirm_pushes": sum(pushes.values()),
             "notifications": sum(len(ids) for ids in self.ledger.notifications.values()),
             "events": sum(len(t) for t in self.ledger.events.values()),
             "cards": sum(len(delivered.get(chat, [])) for chat in self.ledger.events),
-            "turn_messages": len(accepted_messages),
-            "turns": len(self.ledger.turns),
-            "cancelled": len(self.ledger.cancelled),
-            "duplicates": duplicates,
-            "lost": lost,
+            **turns,
+            "duplicates": duplicates + turn_duplicates,
+            "lost": lost + turn_lost,
             "out_of_order": out_of_order,
             "unread_miscounted": miscounted,
+        }
+
+    async def _audit_turns(self, client: httpx.AsyncClient) -> dict[str, int]:
+        """From each session's event log (what Herald recorded) and the turns the engine received: every
+        answered message delivered xor cancelled, each in one turn, and every started turn received once."""
+        delivered: Counter[str] = Counter()
+        cancelled: set[str] = set()
+        started: set[str] = set()
+        for session, member in self.ledger.members.items():
+            after = 0
+            while True:
+                response = await client.get(
+                    f"/api/v1/sessions/{session}/events",
+                    params={"after_seq": after, "limit": 200},
+                    headers=self._as(member),
+                )
+                events = response.json()["data"]["events"]
+                if not events:
+                    break
+                after = events[-1]["seq"]
+                for event in events:
+                    if event["type"] == "chat.message_delivered":
+                        delivered.update(event["data"]["message_ids"])
+                    elif event["type"] == "chat.message_cancelled":
+                        cancelled.add(event["data"]["message_id"])
+                    elif event["type"] == "turn.started":
+                        started.add(event["data"]["turn_id"])
+        received = Counter(turn["turn_id"] for turn in self.ledger.turns)
+        answered = [mid for ids in self.ledger.messages.values() for mid in ids]
+        both = sum(1 for mid in answered if mid in cancelled and delivered[mid])
+        neither = sum(1 for mid in answered if mid not in cancelled and not delivered[mid])
+        return {
+            "turn_messages": len(answered),
+            "turns": len(started),
+            "cancelled": len(cancelled),
+            "turn_duplicates": both
+            + sum(n - 1 for n in delivered.values() if n > 1)
+            + sum(n - 1 for n in received.values() if n > 1),
+            "turn_lost": neither + len(started - set(received)),
         }
 
 

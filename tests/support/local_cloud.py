@@ -101,6 +101,7 @@ class LocalCloudProcess:
         dynamodb_endpoint: str | None = None,
         parameters: dict[str, str] | None = None,
         env: dict[str, str] | None = None,
+        backing: Path | None = None,
     ) -> None:
         self.template = template
         self.stack = f"t{uuid.uuid4().hex[:8]}"
@@ -108,6 +109,7 @@ class LocalCloudProcess:
         self.dynamodb_endpoint = dynamodb_endpoint
         self.parameters = parameters or {}
         self.env = env or {}
+        self.backing = backing  # a `herald backing` state file: AWS and the fakes outlive this process
         self.state_file = workdir / f"{self.stack}.json"
         self.log_path = workdir / f"{self.stack}.log"
         self._process: subprocess.Popen[bytes] | None = None
@@ -140,6 +142,8 @@ class LocalCloudProcess:
         ]  # fmt: skip
         if self.dynamodb_endpoint:
             command += ["--dynamodb-endpoint", self.dynamodb_endpoint]
+        if self.backing:
+            command += ["--backing", str(self.backing)]
         for key, value in self.parameters.items():
             command += ["--parameter", f"{key}={value}"]
         for key, value in self.env.items():
@@ -153,8 +157,9 @@ class LocalCloudProcess:
             "AWS_ACCESS_KEY_ID": "local",
             "AWS_SECRET_ACCESS_KEY": "local",
         }
+        self.state_file.unlink(missing_ok=True)  # left by a killed predecessor
         self._process = subprocess.Popen(
-            self.command(), stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT, env=env, cwd=REPO
+            self.command(), stdout=self.log_path.open("ab"), stderr=subprocess.STDOUT, env=env, cwd=REPO
         )
 
         def ready() -> bool:
@@ -187,6 +192,12 @@ class LocalCloudProcess:
             else self.aws_endpoint
         )
         return boto3.client(service, endpoint_url=endpoint, **LOCAL_CREDENTIALS)  # type: ignore[call-overload]
+
+    def kill(self) -> None:
+        """SIGKILL: no clean-up of any kind, as a crashed machine."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
 
     def stop(self) -> int:
         """Ctrl-C, as a developer would; returns the exit code."""

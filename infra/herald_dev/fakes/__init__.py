@@ -8,16 +8,31 @@ from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
 
 
+@dataclass(frozen=True)
+class Providers:
+    """Where the functions find the providers: their environment, and the fakes' URLs (for people and tests)."""
+
+    environment: dict[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+    urls: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"environment": self.environment, "unset": list(self.unset), "urls": self.urls}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, object]) -> Providers:
+        return cls(dict(raw["environment"]), tuple(raw["unset"]), dict(raw["urls"]))  # type: ignore[call-overload,arg-type]
+
+
 @dataclass
 class Fakes:
     tencent_im: FakeTencentIm
     feishu: FakeFeishu
-    environment: dict[str, str] = field(default_factory=dict)
-    unset: tuple[str, ...] = ()
+    providers: Providers
 
     @property
     def urls(self) -> dict[str, str]:
-        return {"tencent_im": self.tencent_im.url, "feishu": self.feishu.url}
+        return self.providers.urls
 
     def stop(self) -> None:
         self.tencent_im.stop()
@@ -30,15 +45,18 @@ def start_fakes(tencent_im_port: int = 0, feishu_port: int = 0) -> Fakes:
     return Fakes(
         tencent_im=tencent,
         feishu=feishu,
-        environment={
-            "HERALD_TENCENT_IM_BASE_URL": tencent.url,
-            "HERALD_TENCENT_IM_SDK_APP_ID": str(tencent.sdk_app_id),
-            "HERALD_TENCENT_IM_ADMIN_IDENTIFIER": tencent.admin,
-            "HERALD_TENCENT_IM_SECRET_KEY": tencent.secret_key,
-            "HERALD_FEISHU_BASE_URL": feishu.url,
-            "HERALD_FEISHU_APP_ID": feishu.app_id,
-            "HERALD_FEISHU_APP_SECRET": feishu.app_secret,
-        },
-        # The functions use the secrets given directly instead of reading them from SSM.
-        unset=("HERALD_TENCENT_IM_SECRET_KEY_PARAMETER", "HERALD_FEISHU_APP_SECRET_PARAMETER"),
+        providers=Providers(
+            environment={
+                "HERALD_TENCENT_IM_BASE_URL": tencent.url,
+                "HERALD_TENCENT_IM_SDK_APP_ID": str(tencent.sdk_app_id),
+                "HERALD_TENCENT_IM_ADMIN_IDENTIFIER": tencent.admin,
+                "HERALD_TENCENT_IM_SECRET_KEY": tencent.secret_key,
+                "HERALD_FEISHU_BASE_URL": feishu.url,
+                "HERALD_FEISHU_APP_ID": feishu.app_id,
+                "HERALD_FEISHU_APP_SECRET": feishu.app_secret,
+            },
+            # The functions use the secrets given directly instead of reading them from SSM.
+            unset=("HERALD_TENCENT_IM_SECRET_KEY_PARAMETER", "HERALD_FEISHU_APP_SECRET_PARAMETER"),
+            urls={"tencent_im": tencent.url, "feishu": feishu.url},
+        ),
     )

@@ -1,0 +1,23 @@
+"""The short crash soak CI runs: the load mix while the local cloud is SIGKILLed and restarted, then the
+audit. Tables live in DynamoDB Local and queues and fakes in `herald backing`, which outlive the kill."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.soak.run import healthy, soak
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.skipif(
+    os.environ.get("HERALD_TEST_DYNAMODB") == "local", reason="runs once: it always uses DynamoDB Local itself"
+)
+def test_sigkill_and_restart_under_load_loses_nothing_and_doubles_nothing() -> None:
+    report = soak(seconds=25, crashes=1, workers=2, seed=5, drain_timeout=180)
+    print(json.dumps(report, indent=2))
+    assert report["killed_at_s"] and report["transport_errors"] > 0  # it did go down under load
+    assert healthy(report), report["audit"]
