@@ -68,7 +68,16 @@ def create_app() -> FastAPI:
         # Every error any route can answer, documented once as the envelope (CONTRACTS §0).
         responses={
             STATUS_BY_CODE[code]: {"model": ErrorEnvelope, "description": code}
-            for code in ("INVALID_ARGUMENT", "UNAUTHORIZED", "PERMISSION_DENIED", "NOT_FOUND", "CONFLICT", "INTERNAL")
+            for code in (
+                "INVALID_ARGUMENT",
+                "UNAUTHORIZED",
+                "PERMISSION_DENIED",
+                "NOT_FOUND",
+                "CONFLICT",
+                "RATE_LIMITED",
+                "INTERNAL",
+                "UPSTREAM_ERROR",
+            )
         },
     )
 
