@@ -48,7 +48,7 @@ def operations() -> list[tuple[str, str]]:
     return [(method, path) for path, spec in create_app().openapi()["paths"].items() for method in spec]
 
 
-@pytest.mark.parametrize(("method", "path"), operations(), ids=lambda value: str(value))
+@pytest.mark.parametrize(("method", "path"), operations(), ids=str)
 def test_no_5xx_and_every_response_as_documented(
     api_schema: Any, cloud: LocalCloudProcess, credentials: dict[str, dict[str, str]], method: str, path: str
 ) -> None:
