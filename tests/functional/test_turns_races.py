@@ -19,7 +19,7 @@ from tests.support.aws import load_event
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.turns import TurnsHarness
 
-ROUNDS = 12
+ROUNDS = 8
 
 
 def started(turns: TurnsHarness, session_id: str) -> str:

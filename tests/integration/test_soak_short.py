@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_mixed_load_loses_nothing_doubles_nothing_and_keeps_order(cloud: LocalCloudProcess) -> None:
-    report = asyncio.run(LoadRun(cloud.state, seconds=15, workers=2, seed=3).run(drain_timeout=90))
+    report = asyncio.run(LoadRun(cloud.state, seconds=10, workers=2, seed=3).run(drain_timeout=90))
     print(json.dumps(report, indent=2))
     audit = report["audit"]
     assert report["5xx"] == 0 and report["transport_errors"] == 0, report["statuses"]
