@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from herald.auth.models import Principal
 from herald.confirms.models import Action
 from herald.confirms.role_invitation import RoleInvitationBusiness
-from herald.confirms.wiring import confirms
+from herald.confirms.wiring import confirms, deliveries
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.conftest import clear_herald_caches
 from tests.functional.test_confirms_flow import TARGET, accept, created, grants, invitation_item, stored_confirms
@@ -134,11 +134,11 @@ def test_janitor_expires_confirms_nobody_touched(
     assert invitation_item(invitation["invitation_id"])["status"]["S"] == "expired"
 
 
-def test_a_crash_after_tencent_accepted_a_push_retries_with_the_same_msg_random(
+def test_a_crash_after_tencent_accepted_a_push_is_settled_from_its_history_not_sent_again(
     api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The one window SQS and the delivery record cannot close: Tencent got the message, the sender died
-    before recording it. The retry carries the same MsgRandom, which Tencent uses to drop duplicates."""
+    """Tencent got the message and the sender died before recording it. The retry sees the call that never
+    recorded an outcome, finds the message by its MsgRandom in the pair's history and records it as sent."""
     from herald.confirms.dynamo import DynamoDeliveryStore
 
     original = DynamoDeliveryStore.sent
@@ -160,5 +160,24 @@ def test_a_crash_after_tencent_accepted_a_push_retries_with_the_same_msg_random(
     pipeline.drain()
     time.sleep(2.2)
     pipeline.drain()
-    randoms = {m["msg_random"] for m in fake_im.messages}
-    assert len(fake_im.messages) == 2 and len(randoms) == 1
+    assert len(fake_im.messages) == 1 and len(calls) == 2
+    (delivery,) = deliveries().for_confirm("lalu", fake_im.messages[0]["data"]["confirm_id"])
+    assert delivery.status == "sent" and delivery.msg_key == fake_im.messages[0]["msg_key"]
+    assert delivery.sending_since_ms == 0
+
+
+def test_a_send_that_never_reached_tencent_is_sent_on_retry_after_the_history_check(
+    api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
+) -> None:
+    """No answer (a 502) and nothing in the history: the retry sends, once."""
+    fake_im.queue_faults({"status": 502})
+    invite_response = api.post(
+        "/api/v1/role-invitations",
+        json={"invitation_type": "bd", "target_user_id": TARGET},
+        headers={"Authorization": f"Bearer {make_token('10001')}"},
+    )
+    assert invite_response.status_code == 200
+    pipeline.drain()
+    time.sleep(2.2)
+    pipeline.drain()
+    assert [m["data"]["type"] for m in fake_im.messages] == ["im_confirm"]

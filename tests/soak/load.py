@@ -374,13 +374,7 @@ class LoadRun:
         im = (await client.get(f"{self.fakes['tencent_im']}/__fake/messages")).json()
         mine = [m for m in im if m["to"] in self.ledger.invited]
         pushes = Counter((m["data"]["confirm_id"], m["data"]["type"], m["data"]["status"]) for m in mine)
-        # A push sent again with the same MsgRandom is the one window the README names: the sender died after
-        # Tencent took it and before recording it. Counted apart; anything else sent twice is a duplicate.
-        same_random = Counter(
-            (m["data"]["confirm_id"], m["data"]["type"], m["data"]["status"], m["msg_random"]) for m in mine
-        )
-        resent_same_random = sum(count - 1 for count in same_random.values())
-        duplicates += sum(count - 1 for count in pushes.values()) - resent_same_random
+        duplicates += sum(count - 1 for count in pushes.values())
         pending_pushed_to = {m["to"] for m in mine if m["data"]["type"] == "im_confirm"}
         lost += len(set(self.ledger.confirms) - pending_pushed_to)  # an answered invitation without its confirm
         lost += sum(pushes[(cid, "im_confirm_update", "accepted")] == 0 for cid in self.ledger.accepted_confirms)
@@ -406,7 +400,6 @@ class LoadRun:
         return {
             "confirms": len(self.ledger.confirms),
             "confirm_pushes": sum(pushes.values()),
-            "im_resent_same_msg_random": resent_same_random,
             "notifications": sum(len(ids) for ids in self.ledger.notifications.values()),
             "events": sum(len(t) for t in self.ledger.events.values()),
             "cards": sum(len(delivered.get(chat, [])) for chat in self.ledger.events),

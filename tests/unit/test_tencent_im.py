@@ -114,3 +114,15 @@ def test_the_admin_user_sig_is_reused_across_sends(fake: FakeTencentIm) -> None:
     for _ in range(3):
         client.send(MESSAGE)
     assert len(calls) == 1 and len(fake.messages) == 3
+
+
+def test_a_sent_message_is_found_in_the_pairs_history_by_its_msg_random(fake: FakeTencentIm) -> None:
+    import time
+
+    client = _client(fake)
+    result = client.send(MESSAGE)
+    now = int(time.time())
+    assert client.find_sent("10001", "10002", 42, now - 5, now + 5) == result
+    assert client.find_sent("10001", "10002", 43, now - 5, now + 5) is None  # another message
+    assert client.find_sent("10001", "10003", 42, now - 5, now + 5) is None  # another conversation
+    assert client.find_sent("10001", "10002", 42, now + 10, now + 20) is None  # outside the window

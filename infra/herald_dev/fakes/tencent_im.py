@@ -5,7 +5,8 @@ It checks what the real one checks for `v4/openim/sendmsg` — the query (`sdkap
 every message it accepts, so tests can count deliveries and `make dev` can show them arriving
 (log lines, and a page at its root). Faults can be queued: an HTTP status or a Tencent ErrorCode.
 
-Control API (tests): GET /__fake/messages, DELETE /__fake/messages, POST /__fake/faults [{...}].
+Also `admin_getroammsg` over what it received (one page). Control API (tests): GET /__fake/messages,
+DELETE /__fake/messages, POST /__fake/faults [{...}].
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import uuid
 from collections import deque
 from typing import Any
 
-from herald.providers.tencent_im import SENDMSG_PATH, verify_user_sig
+from herald.providers.tencent_im import ROAMMSG_PATH, SENDMSG_PATH, verify_user_sig
 from herald_dev.fakes._server import LoopbackFake, Request, Response
 
 log = logging.getLogger("fake-tencent-im")
@@ -53,6 +54,8 @@ class FakeTencentIm(LoopbackFake):
     def _handle(self, request: Request) -> Response:
         if request.path == SENDMSG_PATH and request.method == "POST":
             return self._sendmsg(request)
+        if request.path == ROAMMSG_PATH and request.method == "POST":
+            return self._getroammsg(request)
         if request.path == "/__fake/messages":
             if request.method == "DELETE":
                 with self._lock:
@@ -137,6 +140,7 @@ class FakeTencentIm(LoopbackFake):
             "ext": content["Ext"],
             "data": json.loads(content["Data"]),
             "msg_key": f"{int(time.time())}_{uuid.uuid4().hex[:8]}",
+            "msg_time": int(time.time()),
             "received_at_ms": time.time_ns() // 1_000_000,
         }
         with self._lock:
@@ -162,6 +166,30 @@ class FakeTencentIm(LoopbackFake):
             },
             "application/json",
         )
+
+    def _getroammsg(self, request: Request) -> Response:
+        """The pair's history in [MinTime, MaxTime], in one page (Complete: 1), as admin_getroammsg lists it."""
+        refused = self._check_query(request.query)
+        if refused:
+            return refused
+        body = request.json() or {}
+        pair = {body.get("Operator_Account"), body.get("Peer_Account")}
+        low, high = int(body.get("MinTime", 0)), int(body.get("MaxTime", 0))
+        with self._lock:
+            found = [m for m in self.messages if {m["from"], m["to"]} == pair and low <= m["msg_time"] <= high]
+        listed = [
+            {
+                "From_Account": m["from"],
+                "To_Account": m["to"],
+                "MsgRandom": m["msg_random"],
+                "MsgTimeStamp": m["msg_time"],
+                "MsgKey": m["msg_key"],
+                "MsgFlagBits": 0,
+            }
+            for m in found
+        ]
+        answer = {"ActionStatus": "OK", "ErrorInfo": "", "ErrorCode": 0, "Complete": 1, "MsgCnt": len(listed)}
+        return 200, {**answer, "MsgList": listed}, "application/json"
 
     def _page(self) -> str:
         with self._lock:

@@ -78,11 +78,16 @@ class Delivery:
     last_error: str = ""
     last_error_at_ms: int = 0
     msg_key: str = ""
+    sending_since_ms: int = 0  # set before a call to Tencent, cleared by its recorded outcome
 
 
 class DeliveryStore(Protocol):
     def begin(self, app_code: str, confirm_id: str, key: str, msg_random: int, now: int) -> Delivery:
         """The delivery record, created on first sight with this MsgRandom (kept on later calls)."""
+        ...
+
+    def sending(self, delivery: Delivery, now: int) -> None:
+        """Record that a call to Tencent starts (kept from the first such call until an outcome is recorded)."""
         ...
 
     def sent(self, delivery: Delivery, result: SendResult, now: int) -> None: ...
@@ -96,6 +101,10 @@ class DeliveryStore(Protocol):
 
 class ImSender(Protocol):
     def send(self, message: CustomMessage) -> SendResult: ...
+
+    def find_sent(
+        self, from_account: str, to_account: str, msg_random: int, since_s: int, until_s: int
+    ) -> SendResult | None: ...
 
 
 class PermanentDeliveryFailure(Exception):
@@ -150,6 +159,20 @@ class ConfirmDelivery:
         if delivery.status == "sent":
             return delivery
         try:
+            if delivery.sending_since_ms:
+                # An earlier call's answer was lost (the sender died, or no answer came): Tencent may have the
+                # message. Its history, not a second send, says so.
+                found = self._im.find_sent(
+                    confirm.sender_user_id,
+                    confirm.receiver_user_id,
+                    delivery.msg_random,
+                    since_s=delivery.sending_since_ms // 1000 - 1,
+                    until_s=self._clock() // 1000 + 1,
+                )
+                if found is not None:
+                    self._deliveries.sent(delivery, found, self._clock())
+                    return delivery
+            self._deliveries.sending(delivery, self._clock())
             result = self._im.send(message_for(confirm, push, delivery.msg_random))
         except TencentImError as exc:
             self._deliveries.failed(delivery, str(exc), permanent=not exc.retryable, now=self._clock())

@@ -244,6 +244,7 @@ def _delivery_from_item(item: dict[str, Any]) -> Delivery:
         last_error=item.get("last_error", ""),
         last_error_at_ms=item.get("last_error_at_ms", 0),
         msg_key=item.get("msg_key", ""),
+        sending_since_ms=item.get("sending_since_ms", 0),
     )
 
 
@@ -280,7 +281,9 @@ class DynamoDeliveryStore(DynamoTable):
         self._ddb.update_item(
             TableName=self._table,
             Key=self._key(delivery.app_code, delivery.confirm_id, delivery.key),
-            UpdateExpression="SET #s = :sent, sent_at_ms = :now, msg_key = :k REMOVE failure ADD attempts :one",
+            UpdateExpression=(
+                "SET #s = :sent, sent_at_ms = :now, msg_key = :k REMOVE failure, sending_since_ms ADD attempts :one"
+            ),
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues={
                 ":sent": {"S": "sent"},
@@ -288,6 +291,14 @@ class DynamoDeliveryStore(DynamoTable):
                 ":k": {"S": result.msg_key},
                 ":one": {"N": "1"},
             },
+        )
+
+    def sending(self, delivery: Delivery, now: int) -> None:
+        self._ddb.update_item(
+            TableName=self._table,
+            Key=self._key(delivery.app_code, delivery.confirm_id, delivery.key),
+            UpdateExpression="SET sending_since_ms = if_not_exists(sending_since_ms, :now)",
+            ExpressionAttributeValues={":now": to_attr(now)},
         )
 
     def failed(self, delivery: Delivery, error: str, permanent: bool, now: int) -> None:

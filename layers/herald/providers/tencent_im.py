@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 from herald.providers import http
 
 SENDMSG_PATH = "/v4/openim/sendmsg"
+ROAMMSG_PATH = "/v4/openim/admin_getroammsg"
 
 # ErrorCodes worth retrying: Tencent's internal errors, timeouts and rate limits. Everything else that
 # Tencent answers with ActionStatus FAIL is a property of the request (bad account, blocked, too long,
@@ -161,7 +162,7 @@ class TencentImClient:
                 self._sig = (sig, now + self.usersig_ttl_s)
             return self._sig[0]
 
-    def _url(self) -> str:
+    def _url(self, path: str) -> str:
         query = urlencode(
             {
                 "sdkappid": self.sdk_app_id,
@@ -171,11 +172,12 @@ class TencentImClient:
                 "contenttype": "json",
             }
         )
-        return f"{self.base_url.rstrip('/')}{SENDMSG_PATH}?{query}"
+        return f"{self.base_url.rstrip('/')}{path}?{query}"
 
-    def send(self, message: CustomMessage) -> SendResult:
+    def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One REST call; its answer when ActionStatus is OK, else TencentImError (retryable or not)."""
         try:
-            response = http.request("POST", self._url(), body=message.body(), timeout_s=self.timeout_s)
+            response = http.request("POST", self._url(path), body=body, timeout_s=self.timeout_s)
         except http.TransportError as exc:
             raise TencentImError(str(exc), retryable=True) from exc
         if response.status >= 500 or response.status == 429:
@@ -187,7 +189,7 @@ class TencentImClient:
         except ValueError as exc:
             raise TencentImError("Tencent IM answered with a body that is not JSON", retryable=True) from exc
         if result.get("ActionStatus") == "OK" and int(result.get("ErrorCode", 0)) == 0:
-            return SendResult(msg_key=str(result.get("MsgKey", "")), msg_time=int(result.get("MsgTime", 0)))
+            return result  # type: ignore[no-any-return]
         code = int(result.get("ErrorCode", -1))
         if code == 70001:
             with self._lock:
@@ -196,3 +198,31 @@ class TencentImClient:
         raise TencentImError(
             f"Tencent IM error {code}: {info}", retryable=code in RETRYABLE_ERROR_CODES, error_code=code
         )
+
+    def send(self, message: CustomMessage) -> SendResult:
+        result = self._call(SENDMSG_PATH, message.body())
+        return SendResult(msg_key=str(result.get("MsgKey", "")), msg_time=int(result.get("MsgTime", 0)))
+
+    def find_sent(
+        self, from_account: str, to_account: str, msg_random: int, since_s: int, until_s: int
+    ) -> SendResult | None:
+        """The message `from_account` sent with this MsgRandom, if the pair's history holds it
+        (`admin_getroammsg`, followed page by page). How a send whose answer was lost is settled."""
+        body: dict[str, Any] = {
+            "Operator_Account": from_account,
+            "Peer_Account": to_account,
+            "MaxCnt": 100,
+            "MinTime": since_s,
+            "MaxTime": until_s,
+        }
+        while True:
+            result = self._call(ROAMMSG_PATH, body)
+            for message in result.get("MsgList", []):
+                if message.get("From_Account") == from_account and int(message.get("MsgRandom", -1)) == msg_random:
+                    return SendResult(
+                        msg_key=str(message.get("MsgKey", "")), msg_time=int(message.get("MsgTimeStamp", 0))
+                    )
+            if int(result.get("Complete", 1)) == 1 or not result.get("LastMsgKey"):
+                return None
+            body["MaxTime"] = int(result["LastMsgTime"])
+            body["LastMsgKey"] = result["LastMsgKey"]
