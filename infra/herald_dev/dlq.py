@@ -79,17 +79,20 @@ def _logical_id_of(reference: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- reading
+def depth(sqs: Any, url: str) -> int:
+    """Every message in the queue, counting those a reader holds (in flight)."""
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes[name]) for name in names)
+
+
 def describe(sqs: Any, dlq: DeadLetterQueue, now_ms: int) -> dict[str, Any]:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=dlq.url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    depth = int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
     oldest = min((int(m["Attributes"]["SentTimestamp"]) for m in peek(sqs, dlq, 100)), default=None)
     return {
         "dlq": dlq.logical_id,
         "kind": dlq.kind,
         "source": dlq.source_logical_id,
-        "depth": depth,
+        "depth": depth(sqs, dlq.url),
         "oldest_age_s": round((now_ms - oldest) / 1000, 1) if oldest is not None else None,
     }
 
@@ -217,20 +220,11 @@ class Redrive:
         for batch in _batches(self._sqs, self._dlq.url, limit, self._visibility_s):
             for message in batch:
                 self._move(message, report)
-        if self._journal.entries and self._empty():
-            self._journal.clear()  # what it still names was deleted before an interruption could record it
+        # Nothing left, not even messages an interrupted run still holds (those must keep their entry): what
+        # the journal still names was deleted before an interruption could record it.
+        if self._journal.entries and depth(self._sqs, self._dlq.url) == 0:
+            self._journal.clear()
         return report
-
-    def _empty(self) -> bool:
-        """Nothing left, not even messages an interrupted run still holds (those must keep their entry)."""
-        attributes = self._sqs.get_queue_attributes(
-            QueueUrl=self._dlq.url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-        )["Attributes"]
-        return (
-            int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
-            == 0
-        )
 
     def _move(self, message: dict[str, Any], report: RedriveReport) -> None:
         message_id = message["MessageId"]

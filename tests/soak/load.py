@@ -96,7 +96,9 @@ class LoadRun:
         self.fakes = state["fakes"]
         self.resources = state["resources"]
         self.aws_endpoint = state["aws_endpoint"]
-        self.dynamodb_endpoint = state.get("dynamodb_endpoint") or state["aws_endpoint"]
+        self.dynamodb = boto3.client(
+            "dynamodb", endpoint_url=state.get("dynamodb_endpoint") or state["aws_endpoint"], **CREDENTIALS
+        )
         self.seconds = seconds
         self.workers = workers
         self.rng = random.Random(seed)
@@ -112,8 +114,7 @@ class LoadRun:
         from herald.auth.dynamo import DynamoServiceKeyStore
         from herald.auth.service_keys import ServiceKeys
 
-        client = boto3.client("dynamodb", endpoint_url=self.dynamodb_endpoint, **CREDENTIALS)
-        keys = ServiceKeys(DynamoServiceKeyStore(self.resources["ServiceKeysTable"]["Ref"], client))
+        keys = ServiceKeys(DynamoServiceKeyStore(self.resources["ServiceKeysTable"]["Ref"], self.dynamodb))
         service = f"load-{self.run_id}"
         key, _ = keys.create_key(service, ["/events/external", "/internal/v1/inbox", "/internal/v1/sessions"])
         chats = [f"chat_id:oc_{self.run_id}_{n}" for n in range(self.workers)]
@@ -348,9 +349,8 @@ class LoadRun:
         from herald.events.models import JobStatus
         from herald.events.service import DispatchPolicy, EventOperations
 
-        dynamodb = boto3.client("dynamodb", endpoint_url=self.dynamodb_endpoint, **CREDENTIALS)
         operations = EventOperations(
-            DynamoJobStore(self.resources["ExternalEventsTable"]["Ref"], dynamodb), DispatchPolicy()
+            DynamoJobStore(self.resources["ExternalEventsTable"]["Ref"], self.dynamodb), DispatchPolicy()
         )
         blocked = [
             job

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -179,11 +178,11 @@ class DynamoTurnStore(DynamoTable):
                 ":agents": list(agents),
                 ":status": str(status),
                 ":revision": before.revision + 1 if before else 1,
-                ":next_seq": before.next_seq if before else 0,
+                ":zero": 0,
             }
             expression = (
                 "SET session_id = :sid, app_code = :app, members = :members, agents = :agents, #status = :status,"
-                " revision = :revision, next_seq = if_not_exists(next_seq, :next_seq)"
+                " revision = :revision, next_seq = if_not_exists(next_seq, :zero)"
             )
             if reopened:
                 values.update({":shard": _due_shard(session_id), ":now": now_ms()})
@@ -203,10 +202,12 @@ class DynamoTurnStore(DynamoTable):
                 )
             except ClientError as exc:
                 if is_conditional_check_failed(exc):
-                    continue  # changed since read (another update, or a commit's sequence): read again
+                    continue  # another engine update landed since the read: read again
                 raise
-            after = Session(session_id, app_code, dict(members), tuple(agents), status, values[":revision"])
-            return before, replace(after, next_seq=values[":next_seq"])
+            next_seq = before.next_seq if before else 0  # as read: commits move it without touching the revision
+            return before, Session(
+                session_id, app_code, dict(members), tuple(agents), status, values[":revision"], next_seq
+            )
 
     def delivered_reopened(self, session_id: str) -> None:
         self._ddb.update_item(
