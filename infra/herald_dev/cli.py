@@ -3,8 +3,7 @@
 herald local                 the whole stack on this machine (what `make dev` runs)
 herald backing               AWS (moto) and the provider fakes alone, to outlive `herald local --backing`
 herald token --user 10002    a dev JWT for the local cloud
-herald keys create ...       a service key (printed once) in the local or a deployed stack
-herald targets ...           where a service's external events may be delivered
+herald keys create|list|rotate|revoke   service keys (a new key is printed once), local or --stack
 herald ops events ...        blocked services, UNKNOWN jobs, and their resolution
 herald ops dlq ...           dead-letter queues: list, peek, redrive (order kept, resumable), purge
 herald ops confirms ...      confirms past their expiry or lease, failed pushes, and their repair
@@ -168,31 +167,71 @@ def _refused(exc: Any) -> int:
     return 2
 
 
-def cmd_keys_create(args: argparse.Namespace) -> int:
-    from herald.errors import HeraldError
+def _key_view(record: Any) -> dict[str, Any]:
+    """A key as an operator sees it: never its secret or hash."""
+    return {
+        "key_id": record.key_id,
+        "service_id": record.service_id,
+        "capabilities": sorted(record.capabilities),
+        "app_codes": sorted(record.app_codes),
+        "targets": sorted(record.targets),
+        "created_at_ms": record.created_at_ms,
+        "expires_at_ms": record.expires_at_ms,
+        "revoked_at_ms": record.revoked_at_ms,
+        "last_used_at_ms": record.last_used_at_ms,
+        "rotated_from": record.rotated_from,
+    }
 
-    try:
-        key, record = _service_keys(args).create_key(args.service, args.cap)
-        if args.target:
-            _service_keys(args).set_targets(args.service, args.target, [])
-    except HeraldError as exc:
-        return _refused(exc)
+
+def _print_new_key(key: str, record: Any) -> None:
     print(key)
     print(
-        f"# service={record.service_id} key_id={record.key_id} (shown once; only its hash is stored)",
+        f"# {json.dumps(_key_view(record))} (the key is shown once; only its hash is stored)",
         file=sys.stderr,
     )
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    from herald.clock import now_ms
+    from herald.errors import HeraldError
+
+    expires = now_ms() + args.expires_in_days * 86_400_000 if args.expires_in_days else None
+    try:
+        key, record = _service_keys(args).create_key(
+            args.service, args.cap, args.app_code or ["lalu"], args.target, expires
+        )
+    except HeraldError as exc:
+        return _refused(exc)
+    _print_new_key(key, record)
     return 0
 
 
-def cmd_targets(args: argparse.Namespace) -> int:
+def cmd_keys_list(args: argparse.Namespace) -> int:
+    for record in _service_keys(args).list_keys(args.service):
+        print(json.dumps(_key_view(record)))
+    return 0
+
+
+def cmd_keys_rotate(args: argparse.Namespace) -> int:
+    from herald.errors import HeraldError
+
+    revoke_in = args.revoke_old_in * 1000 if args.revoke_old_in is not None else None
+    try:
+        key, record = _service_keys(args).rotate(args.key_id, revoke_in)
+    except HeraldError as exc:
+        return _refused(exc)
+    _print_new_key(key, record)
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
     from herald.errors import HeraldError
 
     try:
-        service = _service_keys(args).set_targets(args.service, args.add, args.remove)
+        record = _service_keys(args).revoke(args.key_id, in_ms=args.in_seconds * 1000)
     except HeraldError as exc:
         return _refused(exc)
-    print(json.dumps({"service_id": service.service_id, "allowed_targets": sorted(service.allowed_targets)}))
+    print(json.dumps(_key_view(record)))
     return 0
 
 
@@ -413,13 +452,32 @@ def _stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--template", default=str(DEFAULT_TEMPLATE), help="where the DLQs are declared")
 
 
-def _add_targets_parser(commands: Any) -> None:
-    targets = commands.add_parser("targets", help="where a service's external events may be delivered")
-    targets.add_argument("--service", required=True)
-    targets.add_argument("--add", action="append", default=[], metavar="TYPE:ID", help="e.g. chat_id:oc_xxx")
-    targets.add_argument("--remove", action="append", default=[], metavar="TYPE:ID")
-    _stack_options(targets)
-    targets.set_defaults(run=cmd_targets)
+def _add_keys_parsers(commands: Any) -> None:
+    keys = commands.add_parser("keys", help="service keys").add_subparsers(dest="keys_command", required=True)
+    create = keys.add_parser("create", help="create a key (printed once) with rights fixed for its life")
+    create.add_argument("--service", required=True)
+    create.add_argument("--cap", action="append", required=True, help="route prefix, e.g. /events/external")
+    create.add_argument(
+        "--app-code", action="append", default=[], help="a tenant the key acts for (repeatable; default lalu)"
+    )
+    create.add_argument(
+        "--target", action="append", default=[], help="allowed external-event target, e.g. chat_id:oc_xxx"
+    )
+    create.add_argument("--expires-in-days", type=int, default=0, help="0: never expires")
+    create.set_defaults(run=cmd_keys_create)
+    listing = keys.add_parser("list", help="every key (or one service's): rights, expiry, revocation, last use")
+    listing.add_argument("--service")
+    listing.set_defaults(run=cmd_keys_list)
+    rotate = keys.add_parser("rotate", help="a new key with the same rights; the old one works until revoked")
+    rotate.add_argument("key_id")
+    rotate.add_argument("--revoke-old-in", type=int, metavar="SECONDS", help="revoke the old key this much later")
+    rotate.set_defaults(run=cmd_keys_rotate)
+    revoke = keys.add_parser("revoke", help="stop a key (refused everywhere within the key cache time)")
+    revoke.add_argument("key_id")
+    revoke.add_argument("--in-seconds", type=int, default=0, help="revoke later instead of now")
+    revoke.set_defaults(run=cmd_keys_revoke)
+    for command in (create, listing, rotate, revoke):
+        _stack_options(command)
 
 
 def _add_ops_parsers(commands: Any) -> None:
@@ -512,17 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int, default=24 * 3600, help="seconds")
     token.set_defaults(run=cmd_token)
 
-    keys = commands.add_parser("keys", help="service keys").add_subparsers(dest="keys_command", required=True)
-    create = keys.add_parser("create", help="create a key for a service (printed once)")
-    create.add_argument("--service", required=True)
-    create.add_argument("--cap", action="append", required=True, help="route prefix, e.g. /events/external")
-    create.add_argument(
-        "--target", action="append", default=[], help="allowed external-event target, e.g. chat_id:oc_xxx"
-    )
-    _stack_options(create)
-    create.set_defaults(run=cmd_keys_create)
-
-    _add_targets_parser(commands)
+    _add_keys_parsers(commands)
     _add_ops_parsers(commands)
     return parser
 

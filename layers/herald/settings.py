@@ -47,7 +47,6 @@ class Settings:
     turns_queue_url: str
 
     stage: str = "local"
-    default_app_code: str = "lalu"
 
     # App-route authentication (CONTRACTS §0). HS256 is for local use; in AWS the JWKS URL is set.
     jwt_hs256_secret: Secret | None = None
@@ -55,6 +54,13 @@ class Settings:
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_leeway_seconds: int = 30
+    jwt_max_lifetime_seconds: int = 86_400  # a token whose `exp` is further away is refused
+    # Tokens without an `app_code` claim are refused, unless this names the tenant they belong to (an
+    # identity provider that cannot add custom claims serves one tenant).
+    jwt_default_app_code: str | None = None
+
+    # A verified service key is remembered this long: a revoked or expired key is refused within it.
+    service_key_cache_seconds: int = 30
 
     ws_management_endpoint: str | None = None
     ws_connection_ttl_seconds: int = 3 * 3600

@@ -2,26 +2,42 @@
 
 from __future__ import annotations
 
-from herald.auth.models import ServiceKeyRecord, ServiceRecord
+import dataclasses
+
+from herald.auth.models import ServiceKeyRecord
+from herald.errors import NotFound
 from herald.realtime.models import Connection
 
 
 class InMemoryServiceKeyStore:
     def __init__(self) -> None:
         self.keys: dict[str, ServiceKeyRecord] = {}
-        self.services: dict[str, ServiceRecord] = {}
+        self.reads = 0
 
     def get_key(self, key_id: str) -> ServiceKeyRecord | None:
+        self.reads += 1
         return self.keys.get(key_id)
 
-    def get_service(self, service_id: str) -> ServiceRecord | None:
-        return self.services.get(service_id)
-
-    def put_service(self, service: ServiceRecord) -> None:
-        self.services[service.service_id] = service
-
     def put_key(self, key: ServiceKeyRecord) -> None:
+        assert key.key_id not in self.keys
         self.keys[key.key_id] = key
+
+    def keys_of(self, service_id: str) -> list[ServiceKeyRecord]:
+        return [key for key in self.keys.values() if key.service_id == service_id]
+
+    def all_keys(self) -> list[ServiceKeyRecord]:
+        return list(self.keys.values())
+
+    def revoke(self, key_id: str, at_ms: int) -> ServiceKeyRecord:
+        key = self.keys.get(key_id)
+        if key is None:
+            raise NotFound(key_id)
+        if key.revoked_at_ms is None or key.revoked_at_ms > at_ms:
+            key = self.keys[key_id] = dataclasses.replace(key, revoked_at_ms=at_ms)
+        return key
+
+    def touch(self, key_id: str, at_ms: int) -> None:
+        self.keys[key_id] = dataclasses.replace(self.keys[key_id], last_used_at_ms=at_ms)
 
 
 class InMemoryConnectionRegistry:
@@ -42,9 +58,14 @@ class InMemoryPusher:
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes]] = []
         self.gone: set[str] = set()
+        self.closed: list[str] = []
 
     def send(self, connection_id: str, data: bytes) -> bool:
         if connection_id in self.gone:
             return False
         self.sent.append((connection_id, data))
         return True
+
+    def close(self, connection_id: str) -> None:
+        self.closed.append(connection_id)
+        self.gone.add(connection_id)

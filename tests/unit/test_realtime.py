@@ -39,3 +39,22 @@ def test_gone_connection_is_removed_on_push() -> None:
     pusher.gone.add("a1")
     assert realtime.push_to_user("lalu", "10002", {"type": "x"}) == 1
     assert set(registry.connections) == {"a2"}
+
+
+def test_connection_lives_no_longer_than_its_token() -> None:
+    realtime, _, _ = _realtime()
+    connection = realtime.connect("c1", Principal("10002", "lalu", expires_at_ms=40_000))
+    assert connection.expires_at == 40
+
+
+def test_connection_whose_token_expired_is_told_closed_and_forgotten_instead_of_pushed() -> None:
+    registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
+    clock = [10_000]
+    realtime = Realtime(registry, pusher, ttl_seconds=3600, clock=lambda: clock[0])
+    realtime.connect("short", Principal("10002", "lalu", expires_at_ms=20_000))
+    realtime.connect("long", Principal("10002", "lalu", expires_at_ms=900_000))
+    clock[0] = 20_000
+    assert realtime.push_to_user("lalu", "10002", {"type": "inbox_updated"}) == 1
+    frames = [(cid, json.loads(data)["type"]) for cid, data in pusher.sent]
+    assert frames == [("short", "token_expired"), ("long", "inbox_updated")]
+    assert pusher.closed == ["short"] and set(registry.connections) == {"long"}

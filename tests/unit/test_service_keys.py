@@ -1,4 +1,5 @@
-"""Service keys: hashed at rest, several per service, capabilities by route prefix."""
+"""Service keys: hashed at rest, several per service, each with its own rights fixed at creation; listed,
+rotated and revoked; a revoked or expired key is refused within the stated cache time."""
 
 from __future__ import annotations
 
@@ -14,9 +15,22 @@ def store() -> InMemoryServiceKeyStore:
     return InMemoryServiceKeyStore()
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
 @pytest.fixture
-def keys(store: InMemoryServiceKeyStore) -> ServiceKeys:
-    return ServiceKeys(store, clock=lambda: 1_000)
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def keys(store: InMemoryServiceKeyStore, clock: Clock) -> ServiceKeys:
+    return ServiceKeys(store, clock=clock)
 
 
 def test_created_key_authenticates_for_its_capability(keys: ServiceKeys) -> None:
@@ -51,7 +65,7 @@ def test_key_outside_its_capabilities_is_forbidden(keys: ServiceKeys) -> None:
 
 @pytest.mark.parametrize(
     "presented",
-    ["", "hk_", "hk_0123456789abcdef_" + "x" * 43, "Basic abc", "hk_zz_yy"],
+    ["", "hk_", "hk_0123456789abcdef_" + "x" * 43, "Basic abc", "hk_zz_yy", "KEY\n"],
 )
 def test_unknown_or_malformed_keys_are_unauthorized(keys: ServiceKeys, presented: str) -> None:
     keys.create_key("scheduler", ["/events/external"])
@@ -75,19 +89,95 @@ def test_revoked_key_is_unauthorized(keys: ServiceKeys, store: InMemoryServiceKe
         keys.authenticate(key, "/events/external")
 
 
-def test_new_key_widens_the_services_capabilities(keys: ServiceKeys, store: InMemoryServiceKeyStore) -> None:
-    keys.create_key("ops", ["/events/external"])
-    keys.create_key("ops", ["/internal/v1/inbox"])
-    assert store.services["ops"].capabilities == frozenset({"/events/external", "/internal/v1/inbox"})
+def test_a_new_key_for_a_service_never_widens_its_older_keys(keys: ServiceKeys) -> None:
+    """Regression: `keys create` for an existing service took an old key from 403 to 200."""
+    old, _ = keys.create_key("ops", ["/events/external"])
+    keys.create_key("ops", ["/internal/v1/inbox"], app_codes=["lalu", "acme"])
+    with pytest.raises(PermissionDenied):
+        keys.authenticate(old, "/internal/v1/inbox/notifications")
+    assert keys.authenticate(old, "/events/external").app_codes == frozenset({"lalu"})
 
 
-@pytest.mark.parametrize(("service", "cap"), [("Bad Name", "/x"), ("ok", "events"), ("ok", "/"), ("ok", "/a b")])
+def test_key_acts_only_for_its_tenants(keys: ServiceKeys) -> None:
+    key, _ = keys.create_key("engine", ["/internal/v1/inbox"], app_codes=["acme"])
+    caller = keys.authenticate(key, "/internal/v1/inbox/notifications")
+    assert caller.tenant(None) == "acme" and caller.tenant("acme") == "acme"
+    with pytest.raises(PermissionDenied):
+        caller.tenant("lalu")
+
+
+def test_key_of_several_tenants_must_name_one(keys: ServiceKeys) -> None:
+    key, _ = keys.create_key("engine", ["/internal/v1/inbox"], app_codes=["acme", "lalu"])
+    with pytest.raises(InvalidArgument):
+        keys.authenticate(key, "/internal/v1/inbox").tenant(None)
+
+
+def test_revocation_and_expiry_take_effect_within_the_cache_time(store: InMemoryServiceKeyStore, clock: Clock) -> None:
+    keys = ServiceKeys(store, clock=clock, cache_ms=30_000)
+    key, record = keys.create_key("scheduler", ["/events/external"], expires_at_ms=100_000)
+    keys.authenticate(key, "/events/external")
+    ServiceKeys(store, clock=clock).revoke(record.key_id)  # another process (the operator's CLI)
+    assert keys.authenticate(key, "/events/external")  # still cached
+    clock.now += 30_000
+    with pytest.raises(Unauthorized):
+        keys.authenticate(key, "/events/external")
+    other, _ = keys.create_key("scheduler", ["/events/external"], expires_at_ms=clock.now + 10)
+    keys.authenticate(other, "/events/external")
+    clock.now += 10
+    with pytest.raises(Unauthorized):
+        keys.authenticate(other, "/events/external")  # expiry needs no fresh read
+
+
+def test_cached_key_is_read_once_per_period_and_its_last_use_recorded(
+    store: InMemoryServiceKeyStore, clock: Clock
+) -> None:
+    keys = ServiceKeys(store, clock=clock, cache_ms=30_000)
+    key, record = keys.create_key("scheduler", ["/events/external"])
+    for _ in range(5):
+        keys.authenticate(key, "/events/external")
+    assert store.reads == 1 and store.keys[record.key_id].last_used_at_ms == 1_000
+
+
+def test_rotated_key_has_the_same_rights_and_the_old_one_works_until_revoked(keys: ServiceKeys, clock: Clock) -> None:
+    old, old_record = keys.create_key("partner", ["/events/external"], app_codes=["acme"], targets=["chat_id:oc_1"])
+    new, new_record = keys.rotate(old_record.key_id, revoke_old_in_ms=60_000)
+    assert (new_record.capabilities, new_record.app_codes, new_record.targets) == (
+        old_record.capabilities,
+        old_record.app_codes,
+        old_record.targets,
+    )
+    assert new_record.rotated_from == old_record.key_id
+    assert keys.authenticate(new, "/events/external") and keys.authenticate(old, "/events/external")
+    clock.now += 60_000
+    with pytest.raises(Unauthorized):
+        keys.authenticate(old, "/events/external")
+    assert keys.authenticate(new, "/events/external").allowed_targets == frozenset({"chat_id:oc_1"})
+
+
+def test_revoked_key_takes_its_targets_with_it(keys: ServiceKeys) -> None:
+    _, first = keys.create_key("partner", ["/events/external"], targets=["chat_id:oc_1"])
+    keys.create_key("partner", ["/events/external"], targets=["chat_id:oc_2"])
+    assert keys.allowed_targets("partner") == frozenset({"chat_id:oc_1", "chat_id:oc_2"})
+    keys.revoke(first.key_id)
+    assert keys.allowed_targets("partner") == frozenset({"chat_id:oc_2"})
+
+
+def test_keys_are_listed_per_service_without_secrets(keys: ServiceKeys) -> None:
+    keys.create_key("a-service", ["/events/external"])
+    keys.create_key("b-service", ["/events/external"])
+    assert [k.service_id for k in keys.list_keys()] == ["a-service", "b-service"]
+    assert [k.service_id for k in keys.list_keys("b-service")] == ["b-service"]
+
+
+@pytest.mark.parametrize(
+    ("service", "cap"), [("Bad Name", "/x"), ("ok", "events"), ("ok", "/"), ("ok", "/a b"), ("svc\n", "/x")]
+)
 def test_invalid_service_or_capability_is_refused_and_nothing_stored(
     keys: ServiceKeys, store: InMemoryServiceKeyStore, service: str, cap: str
 ) -> None:
     with pytest.raises(InvalidArgument):
         keys.create_key(service, [cap])
-    assert not store.keys and not store.services
+    assert not store.keys
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,8 @@ import time
 from collections import deque
 from typing import Any
 
-from herald.providers.feishu import MESSAGES_PATH, RECEIVE_ID_TYPES, TOKEN_PATH
+from herald.events.models import RECEIVE_ID_TYPES
+from herald.providers.feishu import MESSAGES_PATH, TOKEN_PATH
 from herald_dev.fakes._server import LoopbackFake, Request, Response
 
 log = logging.getLogger("fake-feishu")

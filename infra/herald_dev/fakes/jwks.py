@@ -9,8 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
-from cryptography.hazmat.primitives.asymmetric import rsa
-from jwt.algorithms import RSAAlgorithm
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+EC_KEY_ID = "test-ec-key"
 
 
 class FakeJwks:
@@ -22,7 +24,10 @@ class FakeJwks:
         self._private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         public = json.loads(RSAAlgorithm.to_jwk(self._private.public_key()))
         public.update({"kid": key_id, "use": "sig", "alg": "RS256"})
-        self._document = json.dumps({"keys": [public]}).encode()
+        self._ec_private = ec.generate_private_key(ec.SECP256R1())
+        ec_public = json.loads(ECAlgorithm.to_jwk(self._ec_private.public_key()))
+        ec_public.update({"kid": EC_KEY_ID, "use": "sig"})
+        self._document = json.dumps({"keys": [public, ec_public]}).encode()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -56,7 +61,12 @@ class FakeJwks:
         self._server.shutdown()
         self._server.server_close()
 
-    def sign(self, claims: dict[str, Any], ttl: int = 600, **headers: Any) -> str:
+    def sign(self, claims: dict[str, Any], ttl: int = 600, algorithm: str = "RS256", **headers: Any) -> str:
+        """Signed with the RSA key (RS*) or the P-256 key (ES256); `kid` names the matching key unless given."""
         now = int(time.time())
         body = {"iss": self.issuer, "aud": self.audience, "iat": now, "exp": now + ttl, **claims}
-        return jwt.encode(body, self._private, algorithm="RS256", headers={"kid": self.key_id, **headers})
+        key: Any = self._ec_private if algorithm.startswith("ES") else self._private
+        kid = EC_KEY_ID if algorithm.startswith("ES") else self.key_id
+        header = {"kid": kid, **headers}
+        header = {name: value for name, value in header.items() if value is not None}
+        return jwt.encode(body, key, algorithm=algorithm, headers=header)

@@ -6,12 +6,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from herald.api import health, identity
 from herald.api.envelope import STATUS_BY_CODE, ErrorEnvelope, error_response
+from herald.api.input import strict_json_body
 from herald.confirms import routes as confirm_routes
 from herald.errors import HeraldError
 from herald.events import routes as event_routes
@@ -65,6 +66,7 @@ def create_app() -> FastAPI:
         openapi_url="/api/v1/openapi.json",
         docs_url="/api/v1/docs",
         redoc_url=None,
+        dependencies=[Depends(strict_json_body)],
         # Every error any route can answer, documented once as the envelope (CONTRACTS §0).
         responses={
             STATUS_BY_CODE[code]: {"model": ErrorEnvelope, "description": code}

@@ -17,7 +17,9 @@ class Me(BaseModel):
 
 class ServiceIdentity(BaseModel):
     service_id: str
+    key_id: str
     capabilities: list[str]
+    app_codes: list[str]
 
 
 @router.get("/api/v1/me", response_model=Envelope[Me])
@@ -27,4 +29,10 @@ def me(request: Request, principal: CurrentPrincipal) -> Envelope[Me]:
 
 @router.get("/internal/v1/whoami", response_model=Envelope[ServiceIdentity])
 def whoami(request: Request, caller: CurrentService) -> Envelope[ServiceIdentity]:
-    return ok(request, ServiceIdentity(service_id=caller.service_id, capabilities=sorted(caller.capabilities)))
+    identity = ServiceIdentity(
+        service_id=caller.service_id,
+        key_id=caller.key_id,
+        capabilities=sorted(caller.capabilities),
+        app_codes=sorted(caller.app_codes),
+    )
+    return ok(request, identity)

@@ -34,7 +34,7 @@ def _authorizer_claims(request: Request) -> dict[str, Any] | None:
 def current_principal(request: Request) -> Principal:
     claims = _authorizer_claims(request)
     if claims is not None:
-        return principal_from_claims(claims, get_settings().default_app_code)
+        return principal_from_claims(claims, get_settings().jwt_default_app_code)
     return jwt_verifier().verify(_bearer(request))
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from herald.errors import InvalidArgument, PermissionDenied
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -12,31 +14,51 @@ class Principal:
     user_id: str
     app_code: str
     roles: frozenset[str] = field(default_factory=frozenset)
+    expires_at_ms: int | None = None  # the token's `exp`: a WebSocket connection lives no longer
 
 
 @dataclass(frozen=True)
 class ServiceCaller:
-    """A service that presented a valid key; its capabilities are route prefixes."""
+    """A service that presented a valid key. Everything it may do comes from that one key: route prefixes
+    (capabilities), tenants (`app_codes`) and, for external events, targets."""
 
     service_id: str
     key_id: str
     capabilities: frozenset[str]
+    app_codes: frozenset[str] = frozenset()
     allowed_targets: frozenset[str] = frozenset()
+
+    def tenant(self, requested: str | None) -> str:
+        """The tenant a request acts for: the one named, if the key holds it (403 otherwise, before
+        anything is looked up, so the answer never depends on what exists there); none named means the
+        key's only tenant."""
+        if requested is None:
+            if len(self.app_codes) != 1:
+                raise InvalidArgument("app_code is required: this key acts for several tenants")
+            return next(iter(self.app_codes))
+        if requested not in self.app_codes:
+            raise PermissionDenied("this key does not act for that app_code", reason="tenant_not_allowed")
+        return requested
 
 
 @dataclass(frozen=True)
 class ServiceKeyRecord:
+    """One key, with its rights fixed when it was created: a key never gains rights later."""
+
     key_id: str
     service_id: str
     secret_hash: str
     created_at_ms: int
-    revoked_at_ms: int | None = None
-
-
-@dataclass(frozen=True)
-class ServiceRecord:
-    service_id: str
-    capabilities: frozenset[str]
-    created_at_ms: int
+    capabilities: frozenset[str] = frozenset()
+    app_codes: frozenset[str] = frozenset()
     # Where the service's external events may be delivered (`receive_id_type:receive_id`, CONTRACTS §3).
-    allowed_targets: frozenset[str] = frozenset()
+    targets: frozenset[str] = frozenset()
+    expires_at_ms: int | None = None
+    revoked_at_ms: int | None = None
+    last_used_at_ms: int | None = None
+    rotated_from: str | None = None  # the key this one replaces
+
+    def live(self, now_ms: int) -> bool:
+        revoked = self.revoked_at_ms is not None and self.revoked_at_ms <= now_ms
+        expired = self.expires_at_ms is not None and self.expires_at_ms <= now_ms
+        return not revoked and not expired

@@ -1,28 +1,35 @@
 """Service keys (CONTRACTS §0): bearer keys for partner services and engines.
 
 A key reads `hk_<key_id>_<secret>`. Only a hash of the secret is stored; the key id (not secret) finds
-the record and the secret's hash is compared in constant time. A service may hold several keys (rotation);
-its capabilities are route prefixes, checked on every request.
+the record and the secret's hash is compared in constant time. A service may hold several keys; each key
+carries its own rights, fixed at creation (capabilities: route prefixes; tenants: `app_code`s; targets:
+where its external events may go), so creating a key never widens another one. Rotation creates a key
+with the same rights, and the old one keeps working until it is revoked.
+
+A verified key is remembered for `cache_ms` (a GetItem saved per request): a revoked or expired key is
+refused within that time, and its last-used time is written at most once per period.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import re
 import secrets
+import threading
+from collections.abc import Iterable
 from typing import Protocol
 
-from herald.auth.models import ServiceCaller, ServiceKeyRecord, ServiceRecord
+from herald.auth.models import ServiceCaller, ServiceKeyRecord
 from herald.clock import Clock, now_ms
 from herald.errors import InvalidArgument, NotFound, PermissionDenied, Unauthorized
-from herald.providers.feishu import RECEIVE_ID_TYPES
+from herald.events.models import RECEIVE_ID_TYPES
 
 KEY_PREFIX = "hk"
-_KEY = re.compile(r"^hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
-_SERVICE_ID = re.compile(r"^[a-z][a-z0-9_-]{1,63}$")
-_CAPABILITY = re.compile(r"^/[A-Za-z0-9_/-]*$")
+_KEY = re.compile(r"hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
+_SERVICE_ID = re.compile(r"[a-z][a-z0-9_-]{1,63}")
+_CAPABILITY = re.compile(r"/[A-Za-z0-9_/-]*")
+_APP_CODE = re.compile(r"[a-z0-9_-]{1,32}")
 # Compared against when the key id is unknown, so a miss costs the same as a wrong secret.
 _DUMMY_HASH = hashlib.sha256(b"herald-no-such-key").hexdigest()
 
@@ -30,11 +37,15 @@ _DUMMY_HASH = hashlib.sha256(b"herald-no-such-key").hexdigest()
 class ServiceKeyStore(Protocol):
     def get_key(self, key_id: str) -> ServiceKeyRecord | None: ...
 
-    def get_service(self, service_id: str) -> ServiceRecord | None: ...
-
-    def put_service(self, service: ServiceRecord) -> None: ...
-
     def put_key(self, key: ServiceKeyRecord) -> None: ...
+
+    def keys_of(self, service_id: str) -> list[ServiceKeyRecord]: ...
+
+    def all_keys(self) -> list[ServiceKeyRecord]: ...
+
+    def revoke(self, key_id: str, at_ms: int) -> ServiceKeyRecord: ...
+
+    def touch(self, key_id: str, at_ms: int) -> None: ...
 
 
 def hash_secret(secret: str) -> str:
@@ -52,79 +63,133 @@ def capability_allows(capabilities: frozenset[str], path: str) -> bool:
 
 
 def validate_service_id(service_id: str) -> str:
-    if not _SERVICE_ID.match(service_id):
+    if not _SERVICE_ID.fullmatch(service_id):
         raise InvalidArgument("service id must be 2-64 chars of a-z, 0-9, '_' or '-', starting with a letter")
     return service_id
 
 
 def validate_capability(capability: str) -> str:
-    if not _CAPABILITY.match(capability) or capability.rstrip("/") == "":
+    if not _CAPABILITY.fullmatch(capability) or capability.rstrip("/") == "":
         raise InvalidArgument(f"capability must be a route prefix such as /events/external, not {capability!r}")
     return capability.rstrip("/")
 
 
-class ServiceKeys:
-    def __init__(self, store: ServiceKeyStore, clock: Clock = now_ms) -> None:
-        self._store = store
-        self._clock = clock
-
-    def authenticate(self, presented: str, path: str) -> ServiceCaller:
-        """401 for anything but a live key; 403 when the key's service lacks a capability for `path`."""
-        match = _KEY.match(presented)
-        record = self._store.get_key(match.group(1)) if match else None
-        secret = match.group(2) if match else ""
-        expected = record.secret_hash if record else _DUMMY_HASH
-        if not hmac.compare_digest(hash_secret(secret), expected) or record is None:
-            raise Unauthorized("service key invalid")
-        if record.revoked_at_ms is not None and record.revoked_at_ms <= self._clock():
-            raise Unauthorized("service key revoked")
-        service = self._store.get_service(record.service_id)
-        if service is None:
-            raise Unauthorized("service key invalid")
-        if not capability_allows(service.capabilities, path):
-            raise PermissionDenied("service key lacks the capability for this route")
-        return ServiceCaller(
-            service_id=service.service_id,
-            key_id=record.key_id,
-            capabilities=service.capabilities,
-            allowed_targets=service.allowed_targets,
-        )
-
-    def create_key(self, service_id: str, capabilities: list[str]) -> tuple[str, ServiceKeyRecord]:
-        """Add a key for the service (creating it or widening its capabilities); returns the key once."""
-        validate_service_id(service_id)
-        wanted = frozenset(validate_capability(cap) for cap in capabilities)
-        now = self._clock()
-        existing = self._store.get_service(service_id)
-        held = existing.capabilities if existing else frozenset()
-        if existing is None or not wanted <= held:
-            created = existing.created_at_ms if existing else now
-            targets = existing.allowed_targets if existing else frozenset()
-            self._store.put_service(ServiceRecord(service_id, held | wanted, created, targets))
-        key_id = secrets.token_hex(8)
-        secret = secrets.token_urlsafe(32)
-        record = ServiceKeyRecord(
-            key_id=key_id, service_id=service_id, secret_hash=hash_secret(secret), created_at_ms=now
-        )
-        self._store.put_key(record)
-        return f"{KEY_PREFIX}_{key_id}_{secret}", record
-
-    def set_targets(self, service_id: str, add: list[str], remove: list[str]) -> ServiceRecord:
-        """Widen or narrow where a service's external events may go; checked at intake and before delivery."""
-        service = self._store.get_service(validate_service_id(service_id))
-        if service is None:
-            raise NotFound(f"no service {service_id}")
-        added = frozenset(validate_target(target) for target in add)
-        removed = frozenset(validate_target(target) for target in remove)
-        updated = dataclasses.replace(service, allowed_targets=(service.allowed_targets | added) - removed)
-        self._store.put_service(updated)
-        return updated
+def validate_app_code(app_code: str) -> str:
+    if not _APP_CODE.fullmatch(app_code):
+        raise InvalidArgument(f"an app_code is 1-32 chars of a-z, 0-9, '_' or '-', not {app_code!r}")
+    return app_code
 
 
 def validate_target(target: str) -> str:
     kind, sep, receive_id = target.partition(":")
-    if not sep or kind not in RECEIVE_ID_TYPES or not receive_id or len(target) > 200:
+    if not sep or kind not in RECEIVE_ID_TYPES or not receive_id or len(target) > 200 or not target.isprintable():
         raise InvalidArgument(
             f"a target reads RECEIVE_ID_TYPE:RECEIVE_ID with a type among {sorted(RECEIVE_ID_TYPES)}, not {target!r}"
         )
     return target
+
+
+class ServiceKeys:
+    def __init__(self, store: ServiceKeyStore, clock: Clock = now_ms, cache_ms: int = 0) -> None:
+        self._store = store
+        self._clock = clock
+        self._cache_ms = cache_ms
+        self._cache: dict[str, tuple[int, ServiceKeyRecord]] = {}
+        self._lock = threading.Lock()
+
+    def authenticate(self, presented: str, path: str) -> ServiceCaller:
+        """401 for anything but a live key; 403 when the key lacks a capability for `path`."""
+        match = _KEY.fullmatch(presented)
+        record = self._record(match.group(1)) if match else None
+        secret = match.group(2) if match else ""
+        expected = record.secret_hash if record else _DUMMY_HASH
+        if not hmac.compare_digest(hash_secret(secret), expected) or record is None:
+            raise Unauthorized("service key invalid")
+        if not record.live(self._clock()):
+            raise Unauthorized("service key revoked or expired")
+        if not capability_allows(record.capabilities, path):
+            raise PermissionDenied("service key lacks the capability for this route")
+        return ServiceCaller(
+            service_id=record.service_id,
+            key_id=record.key_id,
+            capabilities=record.capabilities,
+            app_codes=record.app_codes,
+            allowed_targets=record.targets,
+        )
+
+    def _record(self, key_id: str) -> ServiceKeyRecord | None:
+        """The key's record, from the cache while it is fresh; a fresh read also records the use."""
+        now = self._clock()
+        with self._lock:
+            cached = self._cache.get(key_id)
+        if cached is not None and now - cached[0] < self._cache_ms:
+            return cached[1]
+        record = self._store.get_key(key_id)
+        if record is None:
+            return None
+        if record.live(now):
+            self._store.touch(key_id, now)
+        with self._lock:
+            self._cache[key_id] = (now, record)
+        return record
+
+    def create_key(
+        self,
+        service_id: str,
+        capabilities: Iterable[str],
+        app_codes: Iterable[str] = ("lalu",),
+        targets: Iterable[str] = (),
+        expires_at_ms: int | None = None,
+        rotated_from: str | None = None,
+    ) -> tuple[str, ServiceKeyRecord]:
+        """A new key with exactly these rights; returns the key (shown once) and its record."""
+        validate_service_id(service_id)
+        wanted = frozenset(validate_capability(cap) for cap in capabilities)
+        tenants = frozenset(validate_app_code(app_code) for app_code in app_codes)
+        if not wanted or not tenants:
+            raise InvalidArgument("a key needs at least one capability and one app_code")
+        now = self._clock()
+        if expires_at_ms is not None and expires_at_ms <= now:
+            raise InvalidArgument("the key would expire before it is created")
+        secret = secrets.token_urlsafe(32)
+        record = ServiceKeyRecord(
+            key_id=secrets.token_hex(8),
+            service_id=service_id,
+            secret_hash=hash_secret(secret),
+            created_at_ms=now,
+            capabilities=wanted,
+            app_codes=tenants,
+            targets=frozenset(validate_target(target) for target in targets),
+            expires_at_ms=expires_at_ms,
+            rotated_from=rotated_from,
+        )
+        self._store.put_key(record)
+        return f"{KEY_PREFIX}_{record.key_id}_{secret}", record
+
+    def rotate(self, key_id: str, revoke_old_in_ms: int | None = None) -> tuple[str, ServiceKeyRecord]:
+        """A new key with the old one's rights. The old key keeps working until it is revoked: now plus
+        `revoke_old_in_ms` when given (time to roll the new one out), or by a later `revoke`."""
+        old = self._store.get_key(key_id)
+        if old is None or not old.live(self._clock()):
+            raise NotFound(f"no live key {key_id}")
+        key, record = self.create_key(
+            old.service_id, old.capabilities, old.app_codes, old.targets, old.expires_at_ms, rotated_from=key_id
+        )
+        if revoke_old_in_ms is not None:
+            self.revoke(key_id, in_ms=revoke_old_in_ms)
+        return key, record
+
+    def revoke(self, key_id: str, in_ms: int = 0) -> ServiceKeyRecord:
+        revoked = self._store.revoke(key_id, self._clock() + max(0, in_ms))
+        with self._lock:
+            self._cache.pop(key_id, None)
+        return revoked
+
+    def list_keys(self, service_id: str | None = None) -> list[ServiceKeyRecord]:
+        records = self._store.keys_of(service_id) if service_id else self._store.all_keys()
+        return sorted(records, key=lambda record: (record.service_id, record.created_at_ms))
+
+    def allowed_targets(self, service_id: str) -> frozenset[str]:
+        """Where a service's events may still go: the targets of its live keys (a revoked key's go with it)."""
+        now = self._clock()
+        return frozenset(target for key in self._store.keys_of(service_id) if key.live(now) for target in key.targets)

@@ -15,4 +15,7 @@ def jwt_verifier() -> JwtVerifier:
 
 @lru_cache(maxsize=1)
 def service_keys() -> ServiceKeys:
-    return ServiceKeys(DynamoServiceKeyStore(get_settings().service_keys_table))
+    settings = get_settings()
+    return ServiceKeys(
+        DynamoServiceKeyStore(settings.service_keys_table), cache_ms=settings.service_key_cache_seconds * 1000
+    )

@@ -108,9 +108,10 @@ def confirm_deliveries(
     request: Request,
     confirm_id: str,
     caller: CurrentService,
-    app_code: Annotated[str, Query(pattern=r"^[a-z0-9_-]{1,32}$")] = "lalu",
+    app_code: Annotated[str | None, Query(pattern=r"^[a-z0-9_-]{1,32}$")] = None,
 ) -> Envelope[ConfirmDeliveries]:
     """For operators and support: where a confirm's IM pushes stand (sent at, attempts, last error)."""
+    app_code = caller.tenant(app_code)
     confirm = confirms().get(app_code, confirm_id)
     items = [
         DeliveryView(

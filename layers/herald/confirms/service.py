@@ -72,7 +72,7 @@ class ConfirmStore(Protocol):
 
 
 def validate_confirm_id(confirm_id: str) -> str:
-    if not CONFIRM_ID.match(confirm_id):
+    if not CONFIRM_ID.fullmatch(confirm_id):
         raise InvalidArgument("confirm_id is malformed")
     return confirm_id
 
@@ -126,7 +126,7 @@ class Confirms:
     # ------------------------------------------------------------------ the receiver acts
     def act(self, principal: Principal, confirm_id: str, action: Action, command_id: str, reason: str = "") -> Confirm:
         validate_confirm_id(confirm_id)
-        if not COMMAND_ID.match(command_id):
+        if not COMMAND_ID.fullmatch(command_id):
             raise InvalidArgument("command_id must be 1-96 characters of A-Z a-z 0-9 _ . : -")
         if len(reason) > MAX_REASON:
             raise InvalidArgument(f"reason is longer than {MAX_REASON} characters")
@@ -247,7 +247,7 @@ class Confirms:
     def between(
         self, principal: Principal, peer_user_id: str, page_size: int, page_token: str
     ) -> tuple[list[Confirm], str]:
-        if not USER_ID.match(peer_user_id):
+        if not USER_ID.fullmatch(peer_user_id):
             raise InvalidArgument("peer_user_id must be a numeric user id")
         if not 1 <= page_size <= MAX_PAGE:
             raise InvalidArgument(f"page_size must be between 1 and {MAX_PAGE}")

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+# The kinds of Feishu receiver an event may target (the `receive_id_type` of im/v1/messages).
+RECEIVE_ID_TYPES = frozenset({"open_id", "user_id", "union_id", "email", "chat_id"})
+
 
 class JobStatus(StrEnum):
     QUEUED = "queued"
@@ -146,7 +149,7 @@ def format_job_id(service_id: str, seq: int) -> str:
 
 def parse_job_id(job_id: str) -> tuple[str, int]:
     service_id, sep, seq = job_id.rpartition(":")
-    if not sep or not service_id or not seq.isdigit():
+    if not sep or not service_id or not seq.isascii() or not seq.isdigit():
         raise ValueError(f"a job id reads SERVICE:SEQ, not {job_id!r}")
     return service_id, int(seq)
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from herald.api.envelope import Envelope, ok
 from herald.api.security import CurrentService
@@ -16,6 +16,7 @@ from herald.observability import metrics
 
 router = APIRouter(tags=["external events"])
 
+MAX_REVISION = 2**53  # every JSON client reads it exactly
 EVENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$"  # no '#': ids are parts of DynamoDB keys
 
 
@@ -32,7 +33,9 @@ class EventData(BaseModel):
     event_id: str | None = Field(
         default=None, pattern=EVENT_ID, description="the card id: stable across the card's revisions"
     )
-    revision: int | None = Field(default=None, ge=0, description="required with event_id; newer states are larger")
+    revision: StrictInt | None = Field(
+        default=None, ge=0, lt=MAX_REVISION, description="required with event_id; newer states are larger (< 2^53)"
+    )
     title: str = Field(min_length=1, max_length=200)
     status: str = Field(min_length=1, max_length=64)
     summary: str = Field(default="", max_length=4000)

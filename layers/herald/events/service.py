@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from herald.auth.service_keys import ServiceKeyStore
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, NotFound, PermissionDenied
 from herald.events.models import (
@@ -187,17 +186,6 @@ def nudges_for(old: Job | None, new: Job | None) -> list[Nudge]:
         why = "removed" if new is None else f"resolved-{new.generation}"
         return [Nudge(old.service_id, old.seq, why)]
     return []
-
-
-class ServiceTargets:
-    """The service's allowed targets as they are now (an operator may have narrowed them since intake)."""
-
-    def __init__(self, services: ServiceKeyStore) -> None:
-        self._services = services
-
-    def allowed_targets(self, service_id: str) -> frozenset[str]:
-        service = self._services.get_service(service_id)
-        return service.allowed_targets if service is not None else frozenset()
 
 
 def card_write(job: Job, message_id: str, current: CardMessage | None) -> CardWrite | None:

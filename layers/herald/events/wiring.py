@@ -2,9 +2,9 @@
 
 from functools import lru_cache
 
-from herald.auth.dynamo import DynamoServiceKeyStore
+from herald.auth.wiring import service_keys
 from herald.events.dynamo import DynamoJobStore
-from herald.events.service import DispatchPolicy, EventDispatcher, EventIntake, EventOperations, ServiceTargets
+from herald.events.service import DispatchPolicy, EventDispatcher, EventIntake, EventOperations
 from herald.events.sqs import SqsDispatchQueue
 from herald.observability import metrics
 from herald.providers.feishu import FeishuClient
@@ -50,7 +50,7 @@ def dispatcher() -> EventDispatcher:
     )
     return EventDispatcher(
         job_store(),
-        ServiceTargets(DynamoServiceKeyStore(settings.service_keys_table)),
+        service_keys(),
         feishu,
         policy(),
         on_outcome=lambda job, outcome: metrics.add_metric(name=f"ExternalEvent_{outcome}", unit="Count", value=1),

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from herald.api.envelope import Envelope, ok
+from herald.api.input import FreeFormJson
 from herald.api.security import CurrentPrincipal, CurrentService
 from herald.auth.models import Principal
 from herald.inbox.models import Kind, view
@@ -21,17 +22,20 @@ router = APIRouter(prefix="/api/v1/inbox", tags=["inbox"])
 APP_CODE = r"^[a-z0-9_-]{1,32}$"
 
 
+TENANT = "the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)"
+
+
 class NotificationIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    app_code: str = Field(default="lalu", pattern=APP_CODE)
+    app_code: str | None = Field(default=None, pattern=APP_CODE, description=TENANT)
     user_id: str | None = Field(default=None, max_length=20)
     kind: Kind
     session_id: str = Field(min_length=1, max_length=128)
     tail: str = Field(min_length=1, max_length=128)
     title: str = Field(min_length=1, max_length=256)
     content: str = Field(default="", max_length=4000)
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: FreeFormJson = Field(default_factory=dict)
     session_type: str = Field(
         default="NORMAL", max_length=32, description="the session's type (SUBAGENT, SIDE_TASK, ...)"
     )
@@ -42,7 +46,7 @@ class NotificationIn(BaseModel):
 class ResolveIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    app_code: str = Field(default="lalu", pattern=APP_CODE)
+    app_code: str | None = Field(default=None, pattern=APP_CODE, description=TENANT)
     user_id: str = Field(min_length=1, max_length=20)
     kind: Kind
     session_id: str = Field(min_length=1, max_length=128)
@@ -82,17 +86,26 @@ class UnreadCount(BaseModel):
 
 
 class Preferences(BaseModel):
+    task_completed: bool
+    question_pending: bool
+    approval_pending: bool
+    subagent_done: bool
+
+
+class PreferencesIn(BaseModel):
+    """Switches to change; one left out stays as it is. Each is `true` or `false`: nothing else, not null."""
+
     model_config = ConfigDict(extra="forbid")
 
-    task_completed: bool | None = None
-    question_pending: bool | None = None
-    approval_pending: bool | None = None
-    subagent_done: bool | None = None
+    task_completed: StrictBool = None  # type: ignore[assignment]
+    question_pending: StrictBool = None  # type: ignore[assignment]
+    approval_pending: StrictBool = None  # type: ignore[assignment]
+    subagent_done: StrictBool = None  # type: ignore[assignment]
 
 
 @producer_router.post("/notifications", response_model=Envelope[RecordedOut])
 def record(request: Request, body: NotificationIn, caller: CurrentService) -> Envelope[RecordedOut]:
-    result = inbox().record(Incoming(**body.model_dump()))
+    result = inbox().record(Incoming(**{**body.model_dump(), "app_code": caller.tenant(body.app_code)}))
     outcome = "Skipped" if result.skipped else "Recorded" if result.created else "Duplicate"
     metrics.add_metric(name=f"InboxNotification{outcome}", unit="Count", value=1)
     return ok(
@@ -102,7 +115,8 @@ def record(request: Request, body: NotificationIn, caller: CurrentService) -> En
 
 @producer_router.post("/notifications/resolve", response_model=Envelope[ResolvedOut])
 def resolve(request: Request, body: ResolveIn, caller: CurrentService) -> Envelope[ResolvedOut]:
-    resolved = inbox().resolve(body.app_code, body.user_id, body.kind, body.session_id, body.tail)
+    app_code = caller.tenant(body.app_code)
+    resolved = inbox().resolve(app_code, body.user_id, body.kind, body.session_id, body.tail)
     return ok(request, ResolvedOut(resolved=resolved))
 
 
@@ -151,6 +165,6 @@ def get_preferences(request: Request, principal: CurrentPrincipal) -> Envelope[P
 
 
 @router.put("/preferences", response_model=Envelope[Preferences])
-def put_preferences(request: Request, body: Preferences, principal: CurrentPrincipal) -> Envelope[Preferences]:
+def put_preferences(request: Request, body: PreferencesIn, principal: CurrentPrincipal) -> Envelope[Preferences]:
     changes = {name: value for name, value in body.model_dump().items() if value is not None}
     return ok(request, Preferences(**inbox().set_preferences(principal, changes)))

@@ -131,10 +131,10 @@ class Inbox:
         """The seed's exclusions, decided on what the producer sent (why a notification is not recorded)."""
         if not incoming.user_id:
             return "unknown_user"
-        if not USER_ID.match(incoming.user_id):
+        if not USER_ID.fullmatch(incoming.user_id):
             raise InvalidArgument("user_id must be a numeric user id")
         for name in ("session_id", "tail"):
-            if not FIELD.match(getattr(incoming, name)):
+            if not FIELD.fullmatch(getattr(incoming, name)):
                 raise InvalidArgument(f"{name} must be 1-128 characters of A-Z a-z 0-9 _ . : -")
         if incoming.channel.lower() in BOT_CHANNELS:
             return "bot_channel"
@@ -214,7 +214,7 @@ class Inbox:
 
     def _owned(self, principal: Principal, notification_id: str) -> Notification:
         """Another user's (or tenant's) notification does not exist for the caller."""
-        if not NOTIFICATION_ID.match(notification_id):
+        if not NOTIFICATION_ID.fullmatch(notification_id):
             raise InvalidArgument("notification id is malformed")
         notification = self._store.get(principal.app_code, principal.user_id, notification_id)
         if notification is None or notification.created_at_ms < self._since():

@@ -41,7 +41,7 @@ class InvitationStore(Protocol):
 
 
 def validate_invitation_id(invitation_id: str) -> str:
-    if not INVITATION_ID.match(invitation_id):
+    if not INVITATION_ID.fullmatch(invitation_id):
         raise InvalidArgument("invitation_id is malformed")
     return invitation_id
 
@@ -60,7 +60,7 @@ class Invitations:
         target_user_id: str,
         agency_name: str,
     ) -> Invitation:
-        if not USER_ID.match(target_user_id):
+        if not USER_ID.fullmatch(target_user_id):
             raise InvalidArgument("target_user_id must be a numeric user id")
         if target_user_id == inviter_user_id:
             raise InvalidArgument("cannot invite yourself")

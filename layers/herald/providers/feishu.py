@@ -29,7 +29,6 @@ from herald.providers import http
 
 TOKEN_PATH = "/open-apis/auth/v3/tenant_access_token/internal"  # noqa: S105 - a path, not a secret
 MESSAGES_PATH = "/open-apis/im/v1/messages"
-RECEIVE_ID_TYPES = frozenset({"open_id", "user_id", "union_id", "email", "chat_id"})
 
 TOKEN_INVALID_CODES = frozenset({99991661, 99991663, 99991668})  # missing, invalid or expired access token
 # Codes that say "not now" rather than "never": rate limits and Feishu's internal errors.

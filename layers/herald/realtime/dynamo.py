@@ -77,3 +77,11 @@ class ApiGatewayPusher:
                 return False
             raise
         return True
+
+    def close(self, connection_id: str) -> None:
+        client = self._client or aws.apigw_management(self._endpoint)
+        try:
+            client.delete_connection(ConnectionId=connection_id)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "GoneException":
+                raise

@@ -24,6 +24,14 @@ class ConnectionPusher(Protocol):
         """Deliver to one connection; False when the connection is gone."""
         ...
 
+    def close(self, connection_id: str) -> None:
+        """Close one connection (gone already is fine)."""
+        ...
+
+
+# Sent to a connection whose token expired, just before it is closed: reconnect with a fresh token.
+TOKEN_EXPIRED = {"type": "token_expired", "message": "your token expired: reconnect with a fresh one"}
+
 
 class Realtime:
     def __init__(
@@ -40,12 +48,15 @@ class Realtime:
 
     def connect(self, connection_id: str, principal: Principal) -> Connection:
         now = self._clock()
+        lives_until_ms = now + self._ttl_seconds * 1000
+        if principal.expires_at_ms is not None:
+            lives_until_ms = min(lives_until_ms, principal.expires_at_ms)
         connection = Connection(
             connection_id=connection_id,
             app_code=principal.app_code,
             user_id=principal.user_id,
             connected_at_ms=now,
-            expires_at=now // 1000 + self._ttl_seconds,
+            expires_at=lives_until_ms // 1000,
         )
         self._registry.add(connection)
         return connection
@@ -54,11 +65,17 @@ class Realtime:
         self._registry.remove(connection_id)
 
     def push_to_user(self, app_code: str, user_id: str, message: Mapping[str, Any]) -> int:
-        """Send to every live connection of the user; forget the gone ones. Returns how many received it."""
+        """Send to every live connection of the user; forget the gone ones, and close those whose token
+        expired (a connection never outlives its token). Returns how many received it."""
         data = json.dumps(message, separators=(",", ":")).encode()
         delivered = 0
+        now_s = self._clock() // 1000
         for connection in self._registry.for_user(app_code, user_id):
-            if self._pusher.send(connection.connection_id, data):
+            if connection.expires_at <= now_s:
+                self.send(connection.connection_id, TOKEN_EXPIRED)
+                self._pusher.close(connection.connection_id)
+                self._registry.remove(connection.connection_id)
+            elif self._pusher.send(connection.connection_id, data):
                 delivered += 1
             else:
                 self._registry.remove(connection.connection_id)
