@@ -79,7 +79,10 @@ class ReferenceEngine:
         )
         if stop.wait(self.turn_seconds):
             return  # stopped mid-turn: the message comes back after its visibility timeout
-        path = f"/internal/v1/sessions/{turn['session_id']}/agents/{turn['agent']}/turns/{turn['turn_id']}/finish"
+        path = (
+            f"/internal/v1/sessions/{turn['session_id']}/agents/{turn['agent']}/turns/{turn['turn_id']}/finish"
+            f"?app_code={turn['app_code']}"
+        )
         status, body = self._call("POST", path)
         if status == 200:
             state = body["data"]

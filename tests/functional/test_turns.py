@@ -67,7 +67,7 @@ def test_message_during_a_turn_is_queued_durably_with_its_position(session: Turn
         (second["message_id"], "two", 2),
     ]
     # Durable: what the routes and the delivery read is stored, not held by a process.
-    stored = turn_store().agent("s1", "po")
+    stored = turn_store().agent("lalu", "s1", "po")
     assert [m.text for m in stored.pending] == ["one", "two"]
 
 
@@ -206,7 +206,7 @@ def test_eleven_concurrent_posts_during_a_turn_queue_exactly_ten_and_refuse_one(
         assert [reason(r) for r in responses if r.status_code == 409] == ["message_queue_full"]
         positions = sorted(r.json()["data"]["position"] for r in responses if r.status_code == 202)
         assert positions == list(range(1, 11))
-        stored = turn_store().agent(f"race{attempt}", "po")
+        stored = turn_store().agent("lalu", f"race{attempt}", "po")
         assert len(stored.pending) == 10
 
 
@@ -259,10 +259,46 @@ def test_engine_routes_need_the_engine_capability(session: TurnsHarness, service
     )
 
 
-def test_a_session_id_stays_with_its_tenant(session: TurnsHarness) -> None:
-    taken = session.session(app_code="other")
-    assert taken.status_code == 409 and reason(taken) == "app_code_mismatch"
-    assert session.post("alice", "still lalu's").status_code == 202
+def test_engine_key_of_one_tenant_cannot_create_or_drive_sessions_in_another(session: TurnsHarness) -> None:
+    refused = session.session(app_code="other")
+    assert refused.status_code == 403 and reason(refused) == "tenant_not_allowed"
+    turn_id = start_turn(session)
+    stepped = session.api.post(
+        f"/internal/v1/sessions/s1/agents/po/turns/{turn_id}/finish?app_code=other", headers=session.engine
+    )
+    assert stepped.status_code == 403 and reason(stepped) == "tenant_not_allowed"
+
+
+def test_the_same_session_id_in_two_tenants_is_two_sessions(session: TurnsHarness, service_keys: ServiceKeys) -> None:
+    """Regression: a PUT of a session id that existed in another tenant answered 409 app_code_mismatch."""
+    both, _ = service_keys.create_key("agent-engine", ["/internal/v1/sessions"], app_codes=["lalu", "other"])
+    body = {"app_code": "other", "members": {"zed": "developer"}, "agents": ["po"], "status": "active"}
+    created = session.api.put("/internal/v1/sessions/s1", json=body, headers={"Authorization": f"Bearer {both}"})
+    assert created.status_code == 200, created.text
+    assert session.post("zed", "hello other", app_code="other").status_code == 202
+    assert session.post("alice", "hello lalu").status_code == 202
+    assert session.post("alice", "not a member there", app_code="other").status_code == 403
+    lalu_texts = [e["data"].get("text") for e in session.events() if e["type"] == "chat.message"]
+    assert lalu_texts == ["hello lalu"]
+
+
+def test_another_engine_cannot_change_a_session_or_drive_its_turns(
+    session: TurnsHarness, service_keys: ServiceKeys
+) -> None:
+    """Regression: a second engine key rewrote the members of another service's session, made a user
+    owner, who then read its events."""
+    turn_id = start_turn(session)
+    intruder, _ = service_keys.create_key("other-engine", ["/internal/v1/sessions"])
+    headers = {"Authorization": f"Bearer {intruder}"}
+    body = {"app_code": "lalu", "members": {"mallory": "owner"}, "agents": ["po"], "status": "active"}
+    taken = session.api.put("/internal/v1/sessions/s1", json=body, headers=headers)
+    assert taken.status_code == 403 and reason(taken) == "session_of_another_service"
+    assert session.api.get("/api/v1/sessions/s1/events", headers=member("mallory")).status_code == 403
+    for step in ("finish", "suspend", "resume"):
+        path = f"/internal/v1/sessions/s1/agents/po/turns/{turn_id}/{step}"
+        refused = session.api.post(path, headers=headers)
+        assert refused.status_code == 403 and reason(refused) == "session_of_another_service", step
+    assert session.step(turn_id).status_code == 200  # its owner still drives it
 
 
 # ---------------------------------------------------------------------------------------------- ended sessions
@@ -331,4 +367,4 @@ def test_event_log_reads_on_from_a_sequence(session: TurnsHarness) -> None:
     later = session.events(after_seq=everything[-1]["seq"])
     assert types(later) == ["turn.finished", "chat.message_delivered", "turn.started"]
     assert later[0]["seq"] == everything[-1]["seq"] + 1
-    assert turn_store().agent("s1", "po").state is TurnState.RUNNING
+    assert turn_store().agent("lalu", "s1", "po").state is TurnState.RUNNING

@@ -135,7 +135,7 @@ def test_outbox_crash_between_sending_and_recording_sends_once_within_the_dedup_
     assert turns.outbox({"Records": records}, FakeLambdaContext()) == {"batchItemFailures": []}
     (turn,) = turns.turns()  # the FIFO deduplication id (the turn id) dropped the second send
     assert turn["text"] == "hello"
-    assert not store.agent("s1", "po").undispatched
+    assert not store.agent("lalu", "s1", "po").undispatched
 
 
 def test_a_repeated_stream_record_does_not_send_a_turn_again(turns: TurnsHarness) -> None:
@@ -158,7 +158,7 @@ def test_reopen_that_died_before_delivering_is_finished_by_the_janitor(
     turns.session(status="ended")
     turns.step(turn_id)
     store = turn_store()
-    store.put_session("s1", "lalu", {"alice": "developer"}, ["po"], SessionStatus.ACTIVE)
+    store.put_session("lalu", "s1", {"alice": "developer"}, ["po"], SessionStatus.ACTIVE, "agent-engine")
     # ... and the process died before delivering. A fresh one:
     clear_herald_caches()
     monkeypatch.setenv("HERALD_TURNS_JANITOR_GRACE_SECONDS", "0")
@@ -173,7 +173,7 @@ def test_engine_may_read_a_turn_from_its_queue_message_alone(turns: TurnsHarness
     turns.post("alice", "hello", lang="pt")
     (message,) = turns.next_turns()
     assert Turn.from_message(message).to_message() == message
-    assert set(message) == {"session_id", "agent", "turn_id", "text", "lang", "message_ids"}
+    assert set(message) == {"app_code", "session_id", "agent", "turn_id", "text", "lang", "message_ids"}
 
 
 def _crash(*args: Any) -> None:
@@ -187,4 +187,4 @@ def test_outbox_hands_over_the_turn_of_the_sample_stream_event(turns: TurnsHarne
     assert turns.outbox(event, FakeLambdaContext()) == {"batchItemFailures": []}
     (turn,) = turns.turns()
     assert turn["message_ids"] == ["msg_00000000000000000000000000000001", "msg_00000000000000000000000000000002"]
-    assert not turn_store().agent("s1", "po").undispatched
+    assert not turn_store().agent("lalu", "s1", "po").undispatched

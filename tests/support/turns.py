@@ -72,7 +72,10 @@ class TurnsHarness:
             for message in messages:
                 turn = json.loads(message["Body"])
                 jsonschema.validate(turn, TURN_SCHEMA)  # what the engine is promised (events/turns)
-                assert message["Attributes"]["MessageGroupId"] == f"{turn['session_id']}/{turn['agent']}"
+                assert (
+                    message["Attributes"]["MessageGroupId"]
+                    == f"{turn['app_code']}/{turn['session_id']}/{turn['agent']}"
+                )
                 taken.append(turn)
                 self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
 

@@ -1,6 +1,6 @@
 """The turn queue's pure rules: how pending messages become one turn's text and language, who may talk."""
 
-from herald.turns.models import QueuedMessage, Session, SessionStatus, Turn, turn_language, turn_text
+from herald.turns.models import AgentTurns, QueuedMessage, Session, SessionStatus, Turn, turn_language, turn_text
 
 
 def test_one_message_is_its_own_turn_text() -> None:
@@ -25,10 +25,10 @@ def test_turn_language_is_the_newest_messages_or_the_newest_that_named_one() -> 
 
 def test_turn_of_pending_messages_keeps_their_order_and_ids() -> None:
     pending = [QueuedMessage(f"msg_{n}", "alice", f"m{n}", "pt" if n < 2 else "en", n) for n in range(3)]
-    turn = Turn.of("s1", "po", "turn_x", pending)
+    turn = Turn.of(AgentTurns("lalu", "s1", "po"), "turn_x", pending)
     assert turn.message_ids == ("msg_0", "msg_1", "msg_2")
     assert turn.lang == "en"
-    assert turn.group_id == "s1/po"
+    assert turn.group_id == "lalu/s1/po"
     assert Turn.from_message(turn.to_message()) == turn
 
 

@@ -28,7 +28,7 @@ class FailedDeliveries(Protocol):
 
 
 class DueTurns(Protocol):
-    def due(self, before_ms: int, limit: int) -> Sequence[tuple[str, str | None]]: ...
+    def due(self, before_ms: int, limit: int) -> Sequence[tuple[str, str, str | None]]: ...
 
 
 @dataclass(frozen=True)

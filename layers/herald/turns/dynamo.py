@@ -1,6 +1,7 @@
-"""DynamoDB adapter for the turn queue. One table (`pk`, `sk`), one partition per session:
+"""DynamoDB adapter for the turn queue. One table (`pk`, `sk`), one partition per session of a tenant
+(`pk = SES#<app_code>#<session_id>`: the same session id in two tenants is two sessions):
 
-* `sk = SESSION` — members, agents, status, `revision` (bumped by each engine update) and `next_seq` (the
+* `sk = SESSION` — members, agents, status, the owning service, `revision` (bumped by each engine update) and `next_seq` (the
   last event sequence given);
 * `sk = AGENT#<agent>` — the agent's turn state, current turn and queue, with a `version`;
 * an agent whose started turn is not yet handed to the engine, and a reopened session whose frozen queues
@@ -34,7 +35,7 @@ from herald.turns.models import (
     Turn,
     TurnState,
 )
-from herald.turns.service import AppCodeMismatch, Change, StaleRead
+from herald.turns.service import Change, StaleRead
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
@@ -45,8 +46,8 @@ BY_DUE_INDEX = "by_due"
 DUE_SHARDS = 8  # the janitor's index is spread over this many partition keys
 
 
-def session_pk(session_id: str) -> str:
-    return f"SES#{session_id}"
+def session_pk(app_code: str, session_id: str) -> str:
+    return f"SES#{app_code}#{session_id}"
 
 
 def agent_sk(agent: str) -> str:
@@ -61,18 +62,18 @@ def event_sk(seq: int) -> str:
     return f"EVT#{seq:012d}"
 
 
-def _key(session_id: str, sk: str) -> dict[str, Any]:
-    return {"pk": {"S": session_pk(session_id)}, "sk": {"S": sk}}
+def _key(app_code: str, session_id: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": session_pk(app_code, session_id)}, "sk": {"S": sk}}
 
 
 def _due_shard(session_id: str) -> str:
     return f"due#{zlib.crc32(session_id.encode()) % DUE_SHARDS}"
 
 
-def _due_key(item: Mapping[str, Any]) -> tuple[str, str | None]:
-    """(session, agent) from an index entry's keys; the agent is None for a reopened session."""
-    session_id = item["pk"].removeprefix("SES#")
-    return session_id, None if item["sk"] == SESSION else item["sk"].removeprefix("AGENT#")
+def _due_key(item: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    """(tenant, session, agent) from an index entry's keys; the agent is None for a reopened session."""
+    app_code, _, session_id = item["pk"].removeprefix("SES#").partition("#")
+    return app_code, session_id, None if item["sk"] == SESSION else item["sk"].removeprefix("AGENT#")
 
 
 def session_from_item(item: Mapping[str, Any]) -> Session:
@@ -84,6 +85,7 @@ def session_from_item(item: Mapping[str, Any]) -> Session:
         status=SessionStatus(item["status"]),
         revision=item.get("revision", 0),
         next_seq=item.get("next_seq", 0),
+        owner_service=item.get("owner_service", ""),
     )
 
 
@@ -94,6 +96,7 @@ def is_agent(item: Mapping[str, Any]) -> bool:
 def agent_from_item(item: Mapping[str, Any]) -> AgentTurns:
     turn = item.get("turn")
     return AgentTurns(
+        app_code=item["app_code"],
         session_id=item["session_id"],
         agent=item["agent"],
         state=TurnState(item["state"]),
@@ -111,29 +114,36 @@ def _event_from_item(item: Mapping[str, Any]) -> SessionEvent:
 
 class DynamoTurnStore(DynamoTable):
     # ------------------------------------------------------------------ reads
-    def session(self, session_id: str) -> Session | None:
-        item = self._get_item(_key(session_id, SESSION))
+    def session(self, app_code: str, session_id: str) -> Session | None:
+        item = self._get_item(_key(app_code, session_id, SESSION))
         return session_from_item(item) if item else None
 
-    def agent(self, session_id: str, agent: str) -> AgentTurns:
-        item = self._get_item(_key(session_id, agent_sk(agent)))
-        return agent_from_item(item) if item else AgentTurns(session_id, agent)
+    def agent(self, app_code: str, session_id: str, agent: str) -> AgentTurns:
+        item = self._get_item(_key(app_code, session_id, agent_sk(agent)))
+        return agent_from_item(item) if item else AgentTurns(app_code, session_id, agent)
 
-    def message(self, session_id: str, message_id: str) -> Message | None:
-        item = self._get_item(_key(session_id, message_sk(message_id)))
+    def message(self, app_code: str, session_id: str, message_id: str) -> Message | None:
+        item = self._get_item(_key(app_code, session_id, message_sk(message_id)))
         if item is None:
             return None
         return Message(
-            session_id, item["agent"], message_id, item["sender"], item["text"], item.get("lang"), item["sent_at_ms"]
+            app_code,
+            session_id,
+            item["agent"],
+            message_id,
+            item["sender"],
+            item["text"],
+            item.get("lang"),
+            item["sent_at_ms"],
         )
 
-    def events(self, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
+    def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
         items, _ = self._query_page(
             {
                 "TableName": self._table,
                 "KeyConditionExpression": "pk = :pk AND sk BETWEEN :from AND :to",
                 "ExpressionAttributeValues": {
-                    ":pk": {"S": session_pk(session_id)},
+                    ":pk": {"S": session_pk(app_code, session_id)},
                     ":from": {"S": event_sk(after_seq + 1)},
                     ":to": {"S": event_sk(10**12 - 1)},
                 },
@@ -144,8 +154,8 @@ class DynamoTurnStore(DynamoTable):
         )
         return [_event_from_item(item) for item in items]
 
-    def due(self, before_ms: int, limit: int) -> list[tuple[str, str | None]]:
-        found: list[tuple[str, str | None]] = []
+    def due(self, before_ms: int, limit: int) -> list[tuple[str, str, str | None]]:
+        found: list[tuple[str, str, str | None]] = []
         for shard in range(DUE_SHARDS):
             items, _ = self._query_page(
                 {
@@ -162,18 +172,25 @@ class DynamoTurnStore(DynamoTable):
 
     # ------------------------------------------------------------------ writes
     def put_session(
-        self, session_id: str, app_code: str, members: Mapping[str, str], agents: Sequence[str], status: SessionStatus
+        self,
+        app_code: str,
+        session_id: str,
+        members: Mapping[str, str],
+        agents: Sequence[str],
+        status: SessionStatus,
+        owner_service: str,
     ) -> tuple[Session | None, Session]:
-        """Create or update, on the condition that the session is still as read. A reopened session joins
-        the janitor's index until its frozen queues are delivered (`delivered_reopened`)."""
+        """Create or update, on the condition that the session is still as read (and still its owner's).
+        A reopened session joins the janitor's index until its frozen queues are delivered."""
         while True:
-            before = self.session(session_id)
-            if before is not None and before.app_code != app_code:
-                raise AppCodeMismatch(session_id)
+            before = self.session(app_code, session_id)
+            if before is not None and before.owner_service != owner_service:
+                return before, before
             reopened = before is not None and not before.active and status is SessionStatus.ACTIVE
             values: dict[str, Any] = {
                 ":sid": session_id,
                 ":app": app_code,
+                ":owner": owner_service,
                 ":members": dict(members),
                 ":agents": list(agents),
                 ":status": str(status),
@@ -181,8 +198,8 @@ class DynamoTurnStore(DynamoTable):
                 ":zero": 0,
             }
             expression = (
-                "SET session_id = :sid, app_code = :app, members = :members, agents = :agents, #status = :status,"
-                " revision = :revision, next_seq = if_not_exists(next_seq, :zero)"
+                "SET session_id = :sid, app_code = :app, owner_service = :owner, members = :members,"
+                " agents = :agents, #status = :status, revision = :revision, next_seq = if_not_exists(next_seq, :zero)"
             )
             if reopened:
                 values.update({":shard": _due_shard(session_id), ":now": now_ms()})
@@ -194,7 +211,7 @@ class DynamoTurnStore(DynamoTable):
             try:
                 self._ddb.update_item(
                     TableName=self._table,
-                    Key=_key(session_id, SESSION),
+                    Key=_key(app_code, session_id, SESSION),
                     UpdateExpression=expression,
                     ConditionExpression=condition,
                     ExpressionAttributeNames={"#status": "status"},
@@ -206,12 +223,14 @@ class DynamoTurnStore(DynamoTable):
                 raise
             next_seq = before.next_seq if before else 0  # as read: commits move it without touching the revision
             return before, Session(
-                session_id, app_code, dict(members), tuple(agents), status, values[":revision"], next_seq
+                session_id, app_code, dict(members), tuple(agents), status, values[":revision"], next_seq, owner_service
             )
 
-    def delivered_reopened(self, session_id: str) -> None:
+    def delivered_reopened(self, app_code: str, session_id: str) -> None:
         self._ddb.update_item(
-            TableName=self._table, Key=_key(session_id, SESSION), UpdateExpression="REMOVE due_shard, due_at_ms"
+            TableName=self._table,
+            Key=_key(app_code, session_id, SESSION),
+            UpdateExpression="REMOVE due_shard, due_at_ms",
         )
 
     def commit(self, change: Change, at_ms: int) -> list[SessionEvent]:
@@ -224,7 +243,7 @@ class DynamoTurnStore(DynamoTable):
             {
                 "Update": {
                     "TableName": self._table,
-                    "Key": _key(session.session_id, SESSION),
+                    "Key": _key(session.app_code, session.session_id, SESSION),
                     "UpdateExpression": "SET next_seq = :next",
                     "ConditionExpression": "revision = :revision AND next_seq = :seq",
                     "ExpressionAttributeValues": {
@@ -244,7 +263,7 @@ class DynamoTurnStore(DynamoTable):
                         "TableName": self._table,
                         "Item": to_item(
                             {
-                                "pk": session_pk(message.session_id),
+                                "pk": session_pk(message.app_code, message.session_id),
                                 "sk": message_sk(message.message_id),
                                 "agent": message.agent,
                                 "sender": message.sender,
@@ -263,7 +282,7 @@ class DynamoTurnStore(DynamoTable):
                     "TableName": self._table,
                     "Item": to_item(
                         {
-                            "pk": session_pk(session.session_id),
+                            "pk": session_pk(session.app_code, session.session_id),
                             "sk": event_sk(event.seq),
                             "item_type": "event",
                             "seq": event.seq,
@@ -292,7 +311,7 @@ class DynamoTurnStore(DynamoTable):
         before, after = change.before, change.after
         condition = "attribute_not_exists(pk)" if before.version == 0 else "#version = :read"
         guard: dict[str, Any] = {":read": to_attr(before.version)} if before.version else {}
-        key = _key(before.session_id, agent_sk(before.agent))
+        key = _key(before.app_code, before.session_id, agent_sk(before.agent))
         if after == before:  # a refusal: nothing changes, but it is decided on the state as read
             check: dict[str, Any] = {"TableName": self._table, "Key": key, "ConditionExpression": condition}
             if before.version:
@@ -301,6 +320,7 @@ class DynamoTurnStore(DynamoTable):
             return {"ConditionCheck": check}  # type: ignore[typeddict-item]
         values = {
             "item_type": AGENT_ITEM,
+            "app_code": after.app_code,
             "session_id": after.session_id,
             "agent": after.agent,
             "state": str(after.state),
@@ -334,12 +354,13 @@ class DynamoTurnStore(DynamoTable):
             }
         }
 
-    def mark_dispatched(self, session_id: str, agent: str, turn_id: str) -> None:
+    def mark_dispatched(self, turn: Turn) -> None:
         """Recorded only while the turn is still the agent's; the agent leaves the janitor's index."""
+        turn_id = turn.turn_id
         try:
             self._ddb.update_item(
                 TableName=self._table,
-                Key=_key(session_id, agent_sk(agent)),
+                Key=_key(turn.app_code, turn.session_id, agent_sk(turn.agent)),
                 UpdateExpression=(
                     "SET dispatched_turn_id = :turn, #version = #version + :one REMOVE due_shard, due_at_ms"
                 ),
@@ -351,17 +372,3 @@ class DynamoTurnStore(DynamoTable):
             if not is_conditional_check_failed(exc):
                 raise
             # The turn already finished (a quick engine) or was dispatched and finished: nothing to record.
-
-    def not_due(self, turns: AgentTurns) -> None:
-        try:
-            self._ddb.update_item(
-                TableName=self._table,
-                Key=_key(turns.session_id, agent_sk(turns.agent)),
-                UpdateExpression="REMOVE due_shard, due_at_ms",
-                ConditionExpression="#version = :v",
-                ExpressionAttributeNames={"#version": "version"},
-                ExpressionAttributeValues={":v": to_attr(turns.version)},
-            )
-        except ClientError as exc:
-            if not is_conditional_check_failed(exc):
-                raise

@@ -56,6 +56,9 @@ class Delivery(StrEnum):
 
 @dataclass(frozen=True)
 class Session:
+    """Ids are per tenant: the same session id in two tenants is two sessions. The service that created
+    a session (`owner_service`) is the only one that changes it or drives its turns."""
+
     session_id: str
     app_code: str
     members: Mapping[str, str]  # user id -> role
@@ -63,6 +66,7 @@ class Session:
     status: SessionStatus
     revision: int = 0  # bumped by every engine update; a commit made from an older read is refused
     next_seq: int = 0  # the last event sequence given
+    owner_service: str = ""
 
     @property
     def active(self) -> bool:
@@ -99,6 +103,7 @@ class QueuedMessage:
 class AgentTurns:
     """One agent of one session: its turn state and the messages pending for its next turn."""
 
+    app_code: str
     session_id: str
     agent: str
     state: TurnState = TurnState.IDLE
@@ -136,6 +141,7 @@ class AgentTurns:
 class Message:
     """A user's message to an agent as recorded (whatever became of it): who sent it is what cancel checks."""
 
+    app_code: str
     session_id: str
     agent: str
     message_id: str
@@ -149,6 +155,7 @@ class Message:
 class Turn:
     """A turn for the engine to run: what it reads, in which language, and which messages it answers."""
 
+    app_code: str
     session_id: str
     agent: str
     turn_id: str
@@ -157,10 +164,11 @@ class Turn:
     message_ids: tuple[str, ...]
 
     @classmethod
-    def of(cls, session_id: str, agent: str, turn_id: str, messages: Sequence[QueuedMessage]) -> Turn:
+    def of(cls, turns: AgentTurns, turn_id: str, messages: Sequence[QueuedMessage]) -> Turn:
         return cls(
-            session_id,
-            agent,
+            turns.app_code,
+            turns.session_id,
+            turns.agent,
             turn_id,
             turn_text([m.text for m in messages]),
             turn_language([m.lang for m in messages]),
@@ -170,6 +178,7 @@ class Turn:
     def to_message(self) -> dict[str, Any]:
         """The engine's queue message (CONTRACTS §4)."""
         return {
+            "app_code": self.app_code,
             "session_id": self.session_id,
             "agent": self.agent,
             "turn_id": self.turn_id,
@@ -181,13 +190,19 @@ class Turn:
     @classmethod
     def from_message(cls, raw: Mapping[str, Any]) -> Turn:
         return cls(
-            raw["session_id"], raw["agent"], raw["turn_id"], raw["text"], raw.get("lang"), tuple(raw["message_ids"])
+            raw["app_code"],
+            raw["session_id"],
+            raw["agent"],
+            raw["turn_id"],
+            raw["text"],
+            raw.get("lang"),
+            tuple(raw["message_ids"]),
         )
 
     @property
     def group_id(self) -> str:
         """The FIFO message group: one per session and agent, so an agent's turns arrive in order."""
-        return f"{self.session_id}/{self.agent}"
+        return f"{self.app_code}/{self.session_id}/{self.agent}"
 
 
 def turn_text(texts: Sequence[str]) -> str:

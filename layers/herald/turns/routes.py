@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from herald.api.envelope import Envelope, ok
 from herald.api.security import CurrentPrincipal, CurrentService
 from herald.turns.models import ROLE_RANK, AgentTurns, SessionStatus
+from herald.turns.service import EngineCaller
 from herald.turns.wiring import turn_service
 
 router = APIRouter(prefix="/api/v1/sessions", tags=["agent turn queue"])
@@ -23,6 +24,7 @@ AGENT = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 AgentName = Annotated[str, Path(pattern=AGENT)]
 Identifier = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 MAX_MEMBERS, MAX_AGENTS, MAX_EVENTS = 500, 50, 200
+MEMBER_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # a user id as tokens carry it (`sub`)
 
 
 class MessageIn(BaseModel):
@@ -63,10 +65,14 @@ class EventsOut(BaseModel):
     next_after_seq: int = Field(description="pass as after_seq to read on (the last seq returned, or the same)")
 
 
+APP_CODE = r"^[a-z0-9_-]{1,32}$"
+TENANT = "the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)"
+
+
 class SessionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    app_code: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
+    app_code: str | None = Field(default=None, pattern=APP_CODE, description=TENANT)
     members: dict[str, str] = Field(max_length=MAX_MEMBERS, description="user id -> role")
     agents: list[str] = Field(max_length=MAX_AGENTS)
     status: SessionStatus
@@ -75,7 +81,7 @@ class SessionIn(BaseModel):
     @classmethod
     def known_roles(cls, members: dict[str, str]) -> dict[str, str]:
         for user_id, role in members.items():
-            if not user_id or len(user_id) > 128 or "#" in user_id:
+            if not MEMBER_ID.fullmatch(user_id):
                 raise ValueError(f"bad user id {user_id!r}")
             if role not in ROLE_RANK:
                 raise ValueError(f"unknown role {role!r} (one of {', '.join(ROLE_RANK)})")
@@ -163,7 +169,8 @@ def list_events(
 def put_session(
     request: Request, session_id: SessionId, body: SessionIn, caller: CurrentService
 ) -> Envelope[SessionOut]:
-    session = turn_service().put_session(session_id, body.app_code, body.members, body.agents, body.status)
+    engine = EngineCaller(caller.service_id, caller.tenant(body.app_code))
+    session = turn_service().put_session(engine, session_id, body.members, body.agents, body.status)
     return ok(
         request,
         SessionOut(
@@ -188,7 +195,9 @@ def turn_step(
     turn_id: Identifier,
     step: Literal["finish", "suspend", "resume"],
     caller: CurrentService,
+    app_code: Annotated[str | None, Query(pattern=APP_CODE, description=TENANT)] = None,
 ) -> Envelope[TurnStateOut]:
     service = turn_service()
     moves = {"finish": service.finish, "suspend": service.suspend, "resume": service.resume}
-    return ok(request, _turn_state(moves[step](session_id, agent, turn_id)))
+    engine = EngineCaller(caller.service_id, caller.tenant(app_code))
+    return ok(request, _turn_state(moves[step](engine, session_id, agent, turn_id)))

@@ -40,8 +40,12 @@ class StaleRead(Exception):
     """The session or the agent changed since they were read: decide again."""
 
 
-class AppCodeMismatch(Exception):
-    """The session id belongs to another tenant."""
+@dataclass(frozen=True)
+class EngineCaller:
+    """The engine service acting, and the tenant it acts for (one its key holds)."""
+
+    service_id: str
+    app_code: str
 
 
 @dataclass(frozen=True)
@@ -66,25 +70,35 @@ class Change:
 
 
 class TurnStore(Protocol):
-    def session(self, session_id: str) -> Session | None: ...
+    """Every session is addressed by its tenant and its id."""
+
+    def session(self, app_code: str, session_id: str) -> Session | None: ...
 
     def put_session(
-        self, session_id: str, app_code: str, members: Mapping[str, str], agents: Sequence[str], status: SessionStatus
-    ) -> tuple[Session | None, Session]: ...
+        self,
+        app_code: str,
+        session_id: str,
+        members: Mapping[str, str],
+        agents: Sequence[str],
+        status: SessionStatus,
+        owner_service: str,
+    ) -> tuple[Session | None, Session]:
+        """Create or update; a session another service owns is returned as it is, unchanged."""
+        ...
 
-    def agent(self, session_id: str, agent: str) -> AgentTurns: ...
+    def agent(self, app_code: str, session_id: str, agent: str) -> AgentTurns: ...
 
-    def message(self, session_id: str, message_id: str) -> Message | None: ...
+    def message(self, app_code: str, session_id: str, message_id: str) -> Message | None: ...
 
     def commit(self, change: Change, at_ms: int) -> list[SessionEvent]: ...
 
-    def events(self, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]: ...
+    def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]: ...
 
-    def mark_dispatched(self, session_id: str, agent: str, turn_id: str) -> None: ...
+    def mark_dispatched(self, turn: Turn) -> None: ...
 
-    def due(self, before_ms: int, limit: int) -> list[tuple[str, str | None]]: ...
+    def due(self, before_ms: int, limit: int) -> list[tuple[str, str, str | None]]: ...
 
-    def delivered_reopened(self, session_id: str) -> None: ...
+    def delivered_reopened(self, app_code: str, session_id: str) -> None: ...
 
 
 class TurnQueue(Protocol):
@@ -102,7 +116,7 @@ class Posted:
 
 def _start_turn(turns: AgentTurns, messages: Sequence[QueuedMessage]) -> tuple[AgentTurns, list[Entry]]:
     """Every given message, in order, becomes the agent's next turn."""
-    turn = Turn.of(turns.session_id, turns.agent, new_id("turn"), messages)
+    turn = Turn.of(turns, new_id("turn"), messages)
     started = replace(turns, state=TurnState.RUNNING, turn=turn, queue=())
     entries = [
         Entry(
@@ -141,13 +155,13 @@ class TurnService:
             nonlocal tried
             session = self._conversable(caller, session_id)
             _require_agent(session, agent)
-            turns = self._store.agent(session_id, agent)
-            if tried and self._store.message(session_id, message_id) is not None:  # an earlier try did commit
+            turns = self._store.agent(caller.app_code, session_id, agent)
+            if tried and self._store.message(caller.app_code, session_id, message_id) is not None:  # it did commit
                 position = turns.position_of(message_id)
                 return Posted(message_id, Delivery.QUEUED if position else Delivery.STARTED, position)
             tried = True
             now = self._clock()
-            message = Message(session_id, agent, message_id, caller.user_id, text, lang, now)
+            message = Message(caller.app_code, session_id, agent, message_id, caller.user_id, text, lang, now)
             queued = QueuedMessage(message_id, caller.user_id, text, lang, now)
             entries = [
                 Entry(
@@ -197,13 +211,13 @@ class TurnService:
 
         def decide() -> None:
             session = self._member_session(caller, session_id)
-            message = self._store.message(session_id, message_id)
+            message = self._store.message(caller.app_code, session_id, message_id)
             if message is None or message.agent != agent:
                 raise NotFound("message not found")
             if message.sender != caller.user_id:
                 raise PermissionDenied("only its sender may cancel a message", reason="message_of_another_person")
             _require_active(session)
-            turns = self._store.agent(session_id, agent)
+            turns = self._store.agent(caller.app_code, session_id, agent)
             if turns.position_of(message_id) is None:
                 raise Conflict("the message was already delivered or cancelled", reason="message_not_in_queue")
             after = replace(turns, queue=tuple(m for m in turns.queue if m.message_id != message_id))
@@ -218,33 +232,38 @@ class TurnService:
 
     def events(self, caller: Principal, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
         self._member_session(caller, session_id)
-        return self._store.events(session_id, after_seq, limit)
+        return self._store.events(caller.app_code, session_id, after_seq, limit)
 
     # ------------------------------------------------------------------ engine side
     def put_session(
-        self, session_id: str, app_code: str, members: Mapping[str, str], agents: Sequence[str], status: SessionStatus
+        self,
+        engine: EngineCaller,
+        session_id: str,
+        members: Mapping[str, str],
+        agents: Sequence[str],
+        status: SessionStatus,
     ) -> Session:
-        """The engine's word on a session. Reopening it delivers the queues it froze when it ended (the
-        janitor finishes that if this call dies half way)."""
-        try:
-            before, after = self._store.put_session(session_id, app_code, members, agents, status)
-        except AppCodeMismatch as exc:
-            raise Conflict("the session belongs to another app", reason="app_code_mismatch") from exc
+        """The engine's word on a session of its tenant; the first service to create it owns it. Reopening
+        it delivers the queues it froze when it ended (the janitor finishes that if this call dies half way)."""
+        before, after = self._store.put_session(engine.app_code, session_id, members, agents, status, engine.service_id)
+        _require_owner(after, engine)
         if before is not None and not before.active and after.active:
             self._deliver_reopened(after)
         return after
 
     def _deliver_reopened(self, session: Session) -> int:
-        delivered = sum(self.deliver_waiting(session.session_id, agent) is not None for agent in session.agents)
-        self._store.delivered_reopened(session.session_id)
+        delivered = sum(
+            self.deliver_waiting(session.app_code, session.session_id, agent) is not None for agent in session.agents
+        )
+        self._store.delivered_reopened(session.app_code, session.session_id)
         return delivered
 
-    def finish(self, session_id: str, agent: str, turn_id: str) -> AgentTurns:
+    def finish(self, engine: EngineCaller, session_id: str, agent: str, turn_id: str) -> AgentTurns:
         """The turn ended. Whatever waits for the agent becomes its next turn, in the same commit, so no
         message can arrive between the end and the delivery and be left behind or jump ahead."""
 
         def decide() -> AgentTurns:
-            session, turns = self._turn_of(session_id, agent)
+            session, turns = self._turn_of(engine, session_id, agent)
             if turns.finished_turn_id == turn_id:
                 return turns  # a repeated finish
             _require_current(turns, turn_id)
@@ -258,23 +277,27 @@ class TurnService:
 
         return self._decided(decide)
 
-    def suspend(self, session_id: str, agent: str, turn_id: str) -> AgentTurns:
+    def suspend(self, engine: EngineCaller, session_id: str, agent: str, turn_id: str) -> AgentTurns:
         """The turn waits for an approval: new messages are refused until it resumes."""
-        return self._move(session_id, agent, turn_id, TurnState.RUNNING, TurnState.SUSPENDED, EventType.TURN_SUSPENDED)
+        return self._move(
+            engine, session_id, agent, turn_id, TurnState.RUNNING, TurnState.SUSPENDED, EventType.TURN_SUSPENDED
+        )
 
-    def resume(self, session_id: str, agent: str, turn_id: str) -> AgentTurns:
+    def resume(self, engine: EngineCaller, session_id: str, agent: str, turn_id: str) -> AgentTurns:
         """Back to running; messages queued before the suspension wait for this turn's finish."""
-        return self._move(session_id, agent, turn_id, TurnState.SUSPENDED, TurnState.RUNNING, EventType.TURN_RESUMED)
+        return self._move(
+            engine, session_id, agent, turn_id, TurnState.SUSPENDED, TurnState.RUNNING, EventType.TURN_RESUMED
+        )
 
-    def deliver_waiting(self, session_id: str, agent: str) -> Turn | None:
+    def deliver_waiting(self, app_code: str, session_id: str, agent: str) -> Turn | None:
         """An idle agent of an active session with messages waiting (frozen when the session ended) gets
         them as a turn."""
 
         def decide() -> Turn | None:
-            session = self._store.session(session_id)
+            session = self._store.session(app_code, session_id)
             if session is None or not session.active:
                 return None
-            turns = self._store.agent(session_id, agent)
+            turns = self._store.agent(app_code, session_id, agent)
             if turns.state is not TurnState.IDLE or not turns.queue:
                 return None
             after, entries = _start_turn(turns, turns.queue)
@@ -289,11 +312,11 @@ class TurnService:
         (a repeated stream record) or no longer the agent's (the engine finished it) is not sent again.
         Between the two steps a crash leaves it unrecorded; the retry sends it again with the same FIFO
         deduplication id (the turn id), which SQS drops within its five-minute window."""
-        current = self._store.agent(turn.session_id, turn.agent)
+        current = self._store.agent(turn.app_code, turn.session_id, turn.agent)
         if current.turn_id != turn.turn_id or not current.undispatched:
             return False
         self._queue.publish(turn)
-        self._store.mark_dispatched(turn.session_id, turn.agent, turn.turn_id)
+        self._store.mark_dispatched(turn)
         self._observe("TurnHandedOver")
         return True
 
@@ -302,23 +325,30 @@ class TurnService:
         to the engine (the outbox gave up, or died between the two steps of `dispatch`), and reopened
         sessions whose frozen queues were not delivered (the reopening call died half way)."""
         redispatched = delivered = 0
-        for session_id, agent in self._store.due(self._clock() - grace_ms, limit):
+        for app_code, session_id, agent in self._store.due(self._clock() - grace_ms, limit):
             if agent is None:
-                session = self._store.session(session_id)
+                session = self._store.session(app_code, session_id)
                 if session is not None:
                     delivered += self._deliver_reopened(session)
                 continue
-            turns = self._store.agent(session_id, agent)
+            turns = self._store.agent(app_code, session_id, agent)
             if turns.turn is not None and self.dispatch(turns.turn):
                 redispatched += 1
         return Repairs(redispatched, delivered)
 
     # ------------------------------------------------------------------ shared steps
     def _move(
-        self, session_id: str, agent: str, turn_id: str, source: TurnState, target: TurnState, event: EventType
+        self,
+        engine: EngineCaller,
+        session_id: str,
+        agent: str,
+        turn_id: str,
+        source: TurnState,
+        target: TurnState,
+        event: EventType,
     ) -> AgentTurns:
         def decide() -> AgentTurns:
-            session, turns = self._turn_of(session_id, agent)
+            session, turns = self._turn_of(engine, session_id, agent)
             _require_current(turns, turn_id)
             if turns.state is target:
                 return turns  # a repeated call
@@ -330,19 +360,20 @@ class TurnService:
 
         return self._decided(decide)
 
-    def _turn_of(self, session_id: str, agent: str) -> tuple[Session, AgentTurns]:
-        session = self._store.session(session_id)
+    def _turn_of(self, engine: EngineCaller, session_id: str, agent: str) -> tuple[Session, AgentTurns]:
+        session = self._store.session(engine.app_code, session_id)
         if session is None:
             raise NotFound("session not found")
-        turns = self._store.agent(session_id, agent)
+        _require_owner(session, engine)
+        turns = self._store.agent(engine.app_code, session_id, agent)
         if turns.version == 0:
             raise NotFound("the agent has no turn in this session")
         return session, turns
 
     def _member_session(self, caller: Principal, session_id: str) -> Session:
         """The session as a member with a conversing role sees it; another tenant's does not exist."""
-        session = self._store.session(session_id)
-        if session is None or session.app_code != caller.app_code:
+        session = self._store.session(caller.app_code, session_id)
+        if session is None:
             raise NotFound("session not found")
         if caller.user_id not in session.members:
             raise PermissionDenied("not a member of this session", reason="not_a_member")
@@ -371,6 +402,11 @@ _REFUSALS = {
     "awaiting_approval": "the agent's turn is waiting for an approval; the message was recorded but will not be read",
     "message_queue_full": "ten messages already wait for this agent; the message was recorded but will not be read",
 }
+
+
+def _require_owner(session: Session, engine: EngineCaller) -> None:
+    if session.owner_service != engine.service_id:
+        raise PermissionDenied("another service owns this session", reason="session_of_another_service")
 
 
 def _require_agent(session: Session, agent: str) -> None:
