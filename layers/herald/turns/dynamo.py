@@ -1,8 +1,8 @@
 """DynamoDB adapter for the turn queue. One table (`pk`, `sk`), one partition per session of a tenant
 (`pk = SES#<app_code>#<session_id>`: the same session id in two tenants is two sessions):
 
-* `sk = SESSION` — members, agents, status, the owning service, `revision` (bumped by each engine update) and `next_seq` (the
-  last event sequence given);
+* `sk = SESSION` — members, agents, status, the owning service, `revision` (bumped by each engine update)
+  and `next_seq` (the last event sequence given);
 * `sk = AGENT#<agent>` — the agent's turn state, current turn and queue, with a `version`;
 * an agent whose started turn is not yet handed to the engine, and a reopened session whose frozen queues
   are not yet delivered, carry `due_shard` and `due_at_ms`: the keys of the janitor's sparse GSI `by_due`;
