@@ -30,6 +30,7 @@ TEST_ENV = {
     "HERALD_EVENTS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsDeadLetters.fifo",
     "HERALD_TURNS_TABLE": "test-TurnsTable",
     "HERALD_TURNS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-TurnsQueue.fifo",
+    "HERALD_RATE_LIMITS_TABLE": "test-RateLimitsTable",
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_NAMESPACE": "HeraldTest",
 }

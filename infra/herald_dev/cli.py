@@ -175,6 +175,7 @@ def _key_view(record: Any) -> dict[str, Any]:
         "capabilities": sorted(record.capabilities),
         "app_codes": sorted(record.app_codes),
         "targets": sorted(record.targets),
+        "allow_markdown": record.allow_markdown,
         "created_at_ms": record.created_at_ms,
         "expires_at_ms": record.expires_at_ms,
         "revoked_at_ms": record.revoked_at_ms,
@@ -198,7 +199,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
     expires = now_ms() + args.expires_in_days * 86_400_000 if args.expires_in_days else None
     try:
         key, record = _service_keys(args).create_key(
-            args.service, args.cap, args.app_code or ["lalu"], args.target, expires
+            args.service, args.cap, args.app_code or ["lalu"], args.target, expires, allow_markdown=args.allow_markdown
         )
     except HeraldError as exc:
         return _refused(exc)
@@ -379,11 +380,14 @@ def _confirm_operations(args: argparse.Namespace) -> Any:
     from herald.confirms.service import Confirms
     from herald.confirms.sqs import SqsPushQueue
     from herald.invitations.dynamo import DynamoInvitationStore
-    from herald.invitations.service import Invitations
+    from herald.invitations.service import Invitations, PendingCaps
 
     ids = _physical_ids(args)
     dynamodb = _client(args, "dynamodb")
-    owner = Invitations(DynamoInvitationStore(ids["InvitationsTable"], dynamodb), ttl_ms=7 * 86_400_000)
+    no_creates = PendingCaps(0, 0)  # a repair reads and decides invitations, never creates one
+    owner = Invitations(
+        DynamoInvitationStore(ids["InvitationsTable"], dynamodb), ttl_ms=7 * 86_400_000, caps=no_creates
+    )
     store = DynamoConfirmStore(ids["ConfirmsTable"], dynamodb)
     return ConfirmOperations(
         Confirms(store, BusinessRegistry([RoleInvitationBusiness(owner)]), lease_ms=10_000),
@@ -464,6 +468,7 @@ def _add_keys_parsers(commands: Any) -> None:
         "--target", action="append", default=[], help="allowed external-event target, e.g. chat_id:oc_xxx"
     )
     create.add_argument("--expires-in-days", type=int, default=0, help="0: never expires")
+    create.add_argument("--allow-markdown", action="store_true", help="its cards may opt into Feishu markdown")
     create.set_defaults(run=cmd_keys_create)
     listing = keys.add_parser("list", help="every key (or one service's): rights, expiry, revocation, last use")
     listing.add_argument("--service")

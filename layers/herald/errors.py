@@ -39,7 +39,13 @@ class Conflict(HeraldError):
 
 
 class RateLimited(HeraldError):
+    """Over a limit; `retry_after_s` is what the `Retry-After` header tells the caller."""
+
     code = "RATE_LIMITED"
+
+    def __init__(self, message: str, *, reason: str | None = None, retry_after_s: int = 1) -> None:
+        super().__init__(message, reason=reason)
+        self.retry_after_s = retry_after_s
 
 
 class UpstreamError(HeraldError):

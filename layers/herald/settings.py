@@ -45,6 +45,7 @@ class Settings:
     events_dlq_url: str
     turns_table: str
     turns_queue_url: str
+    rate_limits_table: str
 
     stage: str = "local"
 
@@ -58,6 +59,15 @@ class Settings:
     # Tokens without an `app_code` claim are refused, unless this names the tenant they belong to (an
     # identity provider that cannot add custom claims serves one tenant).
     jwt_default_app_code: str | None = None
+
+    # Abuse limits (requests per minute; 0 = off): each app user, each service key, and each target (a
+    # Feishu chat an event goes to, a user an invitation goes to). API Gateway's stage throttling is the outer wall.
+    rate_limit_user_per_minute: int = 60
+    rate_limit_key_per_minute: int = 600
+    rate_limit_target_per_minute: int = 30
+    # Invitations waiting for an answer: at most this many from one inviter, and to one target.
+    invitations_pending_per_inviter: int = 10
+    invitations_pending_per_target: int = 5
 
     # A verified service key is remembered this long: a revoked or expired key is refused within it.
     service_key_cache_seconds: int = 30

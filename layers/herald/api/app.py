@@ -14,7 +14,7 @@ from herald.api import health, identity
 from herald.api.envelope import STATUS_BY_CODE, ErrorEnvelope, error_response
 from herald.api.input import strict_json_body
 from herald.confirms import routes as confirm_routes
-from herald.errors import HeraldError
+from herald.errors import HeraldError, RateLimited
 from herald.events import routes as event_routes
 from herald.inbox import routes as inbox_routes
 from herald.invitations import routes as invitation_routes
@@ -93,6 +93,8 @@ def create_app() -> FastAPI:
     @app.exception_handler(HeraldError)
     async def herald_error(request: Request, exc: HeraldError) -> Response:
         response = error_response(request, exc.code, exc.message, exc.reason, exc.details)
+        if isinstance(exc, RateLimited):
+            response.headers["Retry-After"] = str(exc.retry_after_s)
         if response.status_code >= 500:
             logger.exception("request failed", code=exc.code, path=request.url.path)
         else:

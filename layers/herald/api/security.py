@@ -11,6 +11,7 @@ from herald.auth.models import Principal, ServiceCaller
 from herald.auth.tokens import principal_from_claims
 from herald.auth.wiring import jwt_verifier, service_keys
 from herald.errors import Unauthorized
+from herald.limits.wiring import key_limit, rate_limiter, user_limit
 from herald.settings import get_settings
 
 
@@ -32,14 +33,21 @@ def _authorizer_claims(request: Request) -> dict[str, Any] | None:
 
 
 def current_principal(request: Request) -> Principal:
+    """The app user, counted against its own rate limit."""
     claims = _authorizer_claims(request)
     if claims is not None:
-        return principal_from_claims(claims, get_settings().jwt_default_app_code)
-    return jwt_verifier().verify(_bearer(request))
+        principal = principal_from_claims(claims, get_settings().jwt_default_app_code)
+    else:
+        principal = jwt_verifier().verify(_bearer(request))
+    rate_limiter().check(user_limit(), f"{principal.app_code}#{principal.user_id}")
+    return principal
 
 
 def current_service(request: Request) -> ServiceCaller:
-    return service_keys().authenticate(_bearer(request), request.url.path)
+    """The service, counted against its key's rate limit."""
+    caller = service_keys().authenticate(_bearer(request), request.url.path)
+    rate_limiter().check(key_limit(), caller.key_id)
+    return caller
 
 
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]

@@ -27,6 +27,7 @@ class ServiceCaller:
     capabilities: frozenset[str]
     app_codes: frozenset[str] = frozenset()
     allowed_targets: frozenset[str] = frozenset()
+    allow_markdown: bool = False
 
     def tenant(self, requested: str | None) -> str:
         """The tenant a request acts for: the one named, if the key holds it (403 otherwise, before
@@ -53,6 +54,7 @@ class ServiceKeyRecord:
     app_codes: frozenset[str] = frozenset()
     # Where the service's external events may be delivered (`receive_id_type:receive_id`, CONTRACTS §3).
     targets: frozenset[str] = frozenset()
+    allow_markdown: bool = False  # its events' cards may opt into Feishu markdown
     expires_at_ms: int | None = None
     revoked_at_ms: int | None = None
     last_used_at_ms: int | None = None

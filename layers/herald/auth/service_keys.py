@@ -115,6 +115,7 @@ class ServiceKeys:
             capabilities=record.capabilities,
             app_codes=record.app_codes,
             allowed_targets=record.targets,
+            allow_markdown=record.allow_markdown,
         )
 
     def _record(self, key_id: str) -> ServiceKeyRecord | None:
@@ -141,6 +142,7 @@ class ServiceKeys:
         targets: Iterable[str] = (),
         expires_at_ms: int | None = None,
         rotated_from: str | None = None,
+        allow_markdown: bool = False,
     ) -> tuple[str, ServiceKeyRecord]:
         """A new key with exactly these rights; returns the key (shown once) and its record."""
         validate_service_id(service_id)
@@ -160,6 +162,7 @@ class ServiceKeys:
             capabilities=wanted,
             app_codes=tenants,
             targets=frozenset(validate_target(target) for target in targets),
+            allow_markdown=allow_markdown,
             expires_at_ms=expires_at_ms,
             rotated_from=rotated_from,
         )
@@ -173,7 +176,13 @@ class ServiceKeys:
         if old is None or not old.live(self._clock()):
             raise NotFound(f"no live key {key_id}")
         key, record = self.create_key(
-            old.service_id, old.capabilities, old.app_codes, old.targets, old.expires_at_ms, rotated_from=key_id
+            old.service_id,
+            old.capabilities,
+            old.app_codes,
+            old.targets,
+            old.expires_at_ms,
+            rotated_from=key_id,
+            allow_markdown=old.allow_markdown,
         )
         if revoke_old_in_ms is not None:
             self.revoke(key_id, in_ms=revoke_old_in_ms)

@@ -79,6 +79,7 @@ class ExternalEvent:
     target: Target
     card_id: str | None = None
     revision: int | None = None
+    markdown: bool = False  # the summary is Feishu markdown (a key allowed to opt in); otherwise plain text
 
     def content(self) -> dict[str, Any]:
         """The event's content as posted (less the top-level event id): what duplicates are compared on."""
@@ -91,6 +92,8 @@ class ExternalEvent:
         if self.card_id is not None:
             data["event_id"] = self.card_id
             data["revision"] = self.revision
+        if self.markdown:
+            data["format"] = "markdown"
         return {"event_type": self.event_type, "data": data}
 
     @property
@@ -109,6 +112,7 @@ class ExternalEvent:
             target=Target(data["target"]["receive_id_type"], data["target"]["receive_id"]),
             card_id=data.get("event_id"),
             revision=data.get("revision"),
+            markdown=data.get("format") == "markdown",
         )
 
 

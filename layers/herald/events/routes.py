@@ -10,8 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from herald.api.envelope import Envelope, ok
 from herald.api.security import CurrentService
+from herald.errors import InvalidArgument, PermissionDenied
 from herald.events.models import ExternalEvent, Target
 from herald.events.wiring import intake
+from herald.limits.wiring import rate_limiter, target_limit
 from herald.observability import metrics
 
 router = APIRouter(tags=["external events"])
@@ -39,6 +41,11 @@ class EventData(BaseModel):
     title: str = Field(min_length=1, max_length=200)
     status: str = Field(min_length=1, max_length=64)
     summary: str = Field(default="", max_length=4000)
+    format: Literal["plain", "markdown"] = Field(
+        default="plain",
+        description="how the card shows `summary`: plain text, or Feishu markdown (only for a key created with"
+        " --allow-markdown; mentions are never allowed)",
+    )
     target: TargetIn
 
     @model_validator(mode="after")
@@ -70,15 +77,23 @@ class AcceptedOut(BaseModel):
 )
 def post_external_event(request: Request, body: ExternalEventIn, caller: CurrentService) -> JSONResponse:
     data = body.data
+    if data.format == "markdown":
+        if not caller.allow_markdown:
+            raise PermissionDenied("this key may not send markdown cards", reason="markdown_not_allowed")
+        if "<at" in data.summary.lower():
+            raise InvalidArgument("data.summary: mentions are not allowed", reason="mention_not_allowed")
+    target = Target(data.target.receive_id_type, data.target.receive_id)
+    rate_limiter().check(target_limit(), f"{caller.service_id}#{target.key}")
     event = ExternalEvent(
         event_id=body.event_id,
         event_type=body.event_type,
         title=data.title,
         status=data.status,
         summary=data.summary,
-        target=Target(data.target.receive_id_type, data.target.receive_id),
+        target=target,
         card_id=data.event_id,
         revision=data.revision,
+        markdown=data.format == "markdown",
     )
     accepted = intake().accept(caller.service_id, caller.allowed_targets, event)
     metrics.add_metric(

@@ -158,7 +158,13 @@ class DrainResult(StrEnum):
 
 
 def card_of(event: ExternalEvent) -> Card:
-    return Card(title=event.title, status=event.status, summary=event.summary, event_type=event.event_type)
+    return Card(
+        title=event.title,
+        status=event.status,
+        summary=event.summary,
+        event_type=event.event_type,
+        markdown=event.markdown,
+    )
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 * `invitation` — `pk = INV#<app>#<invitation_id>`, the fact; its stream is the owner's outbox;
 * `pending_lock` — `pk = PENDING#<app>#<inviter>#<target>#<type>`, at most one pending invitation per
-  inviter, target and type; replaced once the invitation it names is no longer pending;
+  inviter, target and type; and `pk = SLOT#<app>#inviter|target#<user>#<n>`, the pending slots that cap
+  how many invitations one inviter has out and one target has waiting; each replaced once the invitation
+  it names is no longer pending;
 * `role_grant` — `pk = ROLE#<app>#<user>#<role>`, written with `if_not_exists`, so a role is granted once.
 """
 
@@ -12,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from herald.dynamo import cancelled_on, to_attr, to_item
+from herald.dynamo import cancelled_on, from_item, to_attr, to_item
 from herald.dynamo_table import DynamoTable
 from herald.invitations.models import Invitation, InvitationStatus, InvitationType
-from herald.invitations.service import DuplicatePending, StaleInvitation
+from herald.invitations.service import DuplicatePending, PendingCapReached, PendingCaps, StaleInvitation
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
@@ -30,6 +32,11 @@ def invitation_key(app_code: str, invitation_id: str) -> str:
 def _lock_key(invitation: Invitation) -> str:
     parts = (invitation.app_code, invitation.inviter_user_id, invitation.target_user_id, invitation.invitation_type)
     return "PENDING#" + "#".join(str(part) for part in parts)
+
+
+def _slot_keys(app_code: str, who: str, user_id: str, cap: int) -> list[str]:
+    """The pending slots of an inviter or a target: holding one is what makes an invitation count."""
+    return [f"SLOT#{app_code}#{who}#{user_id}#{number}" for number in range(cap)]
 
 
 def grant_key(app_code: str, user_id: str, role: str) -> str:
@@ -55,7 +62,11 @@ def invitation_from_item(item: dict[str, Any]) -> Invitation:
 
 
 class DynamoInvitationStore(DynamoTable):
-    def create(self, invitation: Invitation) -> None:
+    def create(self, invitation: Invitation, caps: PendingCaps) -> None:
+        """The invitation, with three kinds of claim in the same transaction: the pair lock (one pending
+        invitation per inviter, target and type) and one of the inviter's and one of the target's pending
+        slots. A claim held by an invitation no longer pending (or past its expiry) is taken over, so
+        the caps hold exactly however many creates race."""
         item = to_item(
             {
                 "pk": invitation_key(invitation.app_code, invitation.invitation_id),
@@ -73,24 +84,23 @@ class DynamoInvitationStore(DynamoTable):
                 "version": invitation.version,
             }
         )
-        lock_key = _lock_key(invitation)
-        lock_condition = "attribute_not_exists(pk)"
-        values: dict[str, Any] = {}
-        for _ in range(3):
-            lock: TransactWriteItemTypeDef = {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": to_item(
-                        {
-                            "pk": lock_key,
-                            "item_type": "pending_lock",
-                            "invitation_id": invitation.invitation_id,
-                        }
-                    ),
-                    "ConditionExpression": lock_condition,
-                    **({"ExpressionAttributeValues": values} if values else {}),  # type: ignore[typeddict-item]
-                }
-            }
+        now = invitation.created_at_ms
+        app = invitation.app_code
+        for _ in range(8):
+            lock = self._claim_free([_lock_key(invitation)], invitation, now)
+            if lock is None:
+                raise DuplicatePending(invitation.invitation_id)
+            if lock == "ours":
+                return  # our own first attempt went through (a retried call)
+            slots = []
+            for who, user_id, cap in (
+                ("inviter", invitation.inviter_user_id, caps.per_inviter),
+                ("target", invitation.target_user_id, caps.per_target),
+            ):
+                slot = self._claim_free(_slot_keys(app, who, user_id, cap), invitation, now)
+                if slot is None:
+                    raise PendingCapReached(who)
+                slots.append(slot)
             try:
                 self._transact(
                     [
@@ -101,29 +111,60 @@ class DynamoInvitationStore(DynamoTable):
                                 "ConditionExpression": "attribute_not_exists(pk)",
                             }
                         },
-                        lock,
+                        *(claim for claim in (lock, *slots) if isinstance(claim, dict)),
                     ]
                 )
                 return
             except ClientError as exc:
-                if not cancelled_on(exc, 1):
+                if not any(cancelled_on(exc, index) for index in range(1, 4)):
                     raise
-            holder = self._get_pk(lock_key)
-            holder_id = holder["invitation_id"] if holder else None
-            if holder_id == invitation.invitation_id:
-                return  # our own first attempt went through (a retried call)
-            held = self.get(invitation.app_code, holder_id) if holder_id else None
-            live = (
-                held is not None
-                and held.status is InvitationStatus.PENDING
-                and held.expire_at_ms > invitation.created_at_ms
-            )
-            if live:
-                raise DuplicatePending(holder_id)
-            # The lock names an invitation that is decided or past its expiry: take it over.
-            lock_condition = "attribute_not_exists(pk) OR invitation_id = :held"
-            values = {":held": to_attr(holder_id)}
-        raise DuplicatePending(invitation.invitation_id)
+                # Another create took a claim since it was read: read the claims again.
+        raise PendingCapReached("inviter")
+
+    def _claim_free(self, keys: list[str], invitation: Invitation, now: int) -> TransactWriteItemTypeDef | str | None:
+        """A Put claiming the first of `keys` that is free (absent, or held by an invitation that no longer
+        waits), conditioned on it being as read; "ours" when this invitation already holds one; None when
+        every key is held by a live pending invitation."""
+        holders = self._holders(keys)
+        if invitation.invitation_id in holders.values():
+            return "ours"
+        live = self._live_pending(set(holders.values()), invitation.app_code, now)
+        for key in keys:
+            holder = holders.get(key)
+            if holder in live:
+                continue
+            condition = "attribute_not_exists(pk)" if holder is None else "invitation_id = :held"
+            put: dict[str, Any] = {
+                "TableName": self._table,
+                "Item": to_item({"pk": key, "item_type": "pending_lock", "invitation_id": invitation.invitation_id}),
+                "ConditionExpression": condition,
+            }
+            if holder is not None:
+                put["ExpressionAttributeValues"] = {":held": to_attr(holder)}
+            return {"Put": put}  # type: ignore[return-value]
+        return None
+
+    def _holders(self, keys: list[str]) -> dict[str, str]:
+        """Which invitation holds each claim key (absent keys are free)."""
+        response = self._ddb.batch_get_item(
+            RequestItems={self._table: {"Keys": [{"pk": {"S": key}} for key in keys], "ConsistentRead": True}}
+        )
+        items = [from_item(raw) for raw in response.get("Responses", {}).get(self._table, [])]
+        return {item["pk"]: item["invitation_id"] for item in items}
+
+    def _live_pending(self, invitation_ids: set[str], app_code: str, now: int) -> set[str]:
+        if not invitation_ids:
+            return set()
+        response = self._ddb.batch_get_item(
+            RequestItems={
+                self._table: {
+                    "Keys": [{"pk": {"S": invitation_key(app_code, i)}} for i in sorted(invitation_ids)],
+                    "ConsistentRead": True,
+                }
+            }
+        )
+        held = [invitation_from_item(from_item(raw)) for raw in response.get("Responses", {}).get(self._table, [])]
+        return {i.invitation_id for i in held if i.status is InvitationStatus.PENDING and i.expire_at_ms > now}
 
     def get(self, app_code: str, invitation_id: str) -> Invitation | None:
         item = self._get_pk(invitation_key(app_code, invitation_id))

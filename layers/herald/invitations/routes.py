@@ -11,6 +11,7 @@ from herald.api.envelope import Envelope, ok
 from herald.api.security import CurrentPrincipal
 from herald.invitations.models import Invitation, InvitationType
 from herald.invitations.wiring import invitations
+from herald.limits.wiring import rate_limiter, target_limit
 
 router = APIRouter(prefix="/api/v1/role-invitations", tags=["role invitations"])
 
@@ -45,6 +46,7 @@ def _view(invitation: Invitation) -> InvitationView:
 def create_invitation(
     request: Request, body: CreateInvitation, principal: CurrentPrincipal
 ) -> Envelope[InvitationView]:
+    rate_limiter().check(target_limit(), f"{principal.app_code}#{body.target_user_id}")
     invitation = invitations().create(
         principal.app_code, principal.user_id, body.invitation_type, body.target_user_id, body.agency_name
     )

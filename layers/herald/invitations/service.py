@@ -8,6 +8,7 @@ nothing. A pending invitation past its expiry is expired when it is next touched
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Protocol
 
 from herald.clock import Clock, now_ms
@@ -18,6 +19,9 @@ from herald.invitations.models import DECIDED, Decision, Invitation, InvitationS
 USER_ID = re.compile(r"^[0-9]{1,20}$")
 INVITATION_ID = re.compile(r"^inv_[0-9a-f]{32}$")
 MAX_AGENCY_NAME = 64
+# An agency's name is shown to the target in its chat as plain text: letters (any script), digits, spaces
+# and a little punctuation; nothing that reads as a link, an address or markup.
+AGENCY_NAME = re.compile(r"[^\W_]+(?:[ &'.,()-][^\W_]*)*")
 
 
 class StaleInvitation(Exception):
@@ -28,9 +32,23 @@ class DuplicatePending(Exception):
     """The inviter already has a pending invitation of this type for this target."""
 
 
+class PendingCapReached(Exception):
+    """The inviter has too many invitations out, or the target too many waiting (`who`)."""
+
+    def __init__(self, who: str) -> None:
+        super().__init__(who)
+        self.who = who
+
+
+@dataclass(frozen=True)
+class PendingCaps:
+    per_inviter: int
+    per_target: int
+
+
 class InvitationStore(Protocol):
-    def create(self, invitation: Invitation) -> None:
-        """Insert; raises DuplicatePending when an equal one is pending."""
+    def create(self, invitation: Invitation, caps: PendingCaps) -> None:
+        """Insert; DuplicatePending when an equal one is pending, PendingCapReached over a cap."""
         ...
 
     def get(self, app_code: str, invitation_id: str) -> Invitation | None: ...
@@ -47,9 +65,10 @@ def validate_invitation_id(invitation_id: str) -> str:
 
 
 class Invitations:
-    def __init__(self, store: InvitationStore, ttl_ms: int, clock: Clock = now_ms) -> None:
+    def __init__(self, store: InvitationStore, ttl_ms: int, caps: PendingCaps, clock: Clock = now_ms) -> None:
         self._store = store
         self._ttl_ms = ttl_ms
+        self._caps = caps
         self._clock = clock
 
     def create(
@@ -67,6 +86,10 @@ class Invitations:
         agency_name = agency_name.strip()
         if len(agency_name) > MAX_AGENCY_NAME:
             raise InvalidArgument(f"agency_name is longer than {MAX_AGENCY_NAME} characters")
+        if agency_name and not AGENCY_NAME.fullmatch(agency_name):
+            raise InvalidArgument(
+                "agency_name may hold letters, digits, spaces and & ' . , ( ) - only", reason="agency_name_not_plain"
+            )
         if invitation_type is InvitationType.AGENCY and not agency_name:
             raise InvalidArgument("agency_name is required for an agency invitation")
         now = self._clock()
@@ -84,10 +107,19 @@ class Invitations:
             version=1,
         )
         try:
-            self._store.create(invitation)
+            self._store.create(invitation, self._caps)
         except DuplicatePending as exc:
             raise Conflict(
                 "a pending invitation of this type to this user exists", reason="invitation_pending"
+            ) from exc
+        except PendingCapReached as exc:
+            if exc.who == "inviter":
+                raise Conflict(
+                    f"you have {self._caps.per_inviter} invitations waiting for an answer already",
+                    reason="too_many_pending_invitations",
+                ) from exc
+            raise Conflict(
+                "this user has too many invitations waiting for an answer", reason="target_has_too_many_invitations"
             ) from exc
         return invitation
 

@@ -55,6 +55,7 @@ class Card:
     status: str
     summary: str
     event_type: str
+    markdown: bool = False  # the summary as lark_md (links, mentions); otherwise shown as plain text
 
     def content(self) -> dict[str, Any]:
         template = {"failed": "red", "succeeded": "green", "success": "green", "running": "blue"}.get(
@@ -64,7 +65,10 @@ class Card:
             "config": {"wide_screen_mode": True, "update_multi": True},
             "header": {"title": {"tag": "plain_text", "content": self.title}, "template": template},
             "elements": [
-                {"tag": "div", "text": {"tag": "lark_md", "content": self.summary or " "}},
+                {
+                    "tag": "div",
+                    "text": {"tag": "lark_md" if self.markdown else "plain_text", "content": self.summary or " "},
+                },
                 {"tag": "note", "elements": [{"tag": "plain_text", "content": f"{self.status} · {self.event_type}"}]},
             ],
         }
