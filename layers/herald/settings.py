@@ -62,7 +62,7 @@ class Settings:
 
     # Abuse limits (requests per minute; 0 = off): each app user, each service key, and each target (a
     # Feishu chat an event goes to, a user an invitation goes to). API Gateway's stage throttling is the outer wall.
-    rate_limit_user_per_minute: int = 60
+    rate_limit_user_per_minute: int = 120
     rate_limit_key_per_minute: int = 600
     rate_limit_target_per_minute: int = 30
     # Invitations waiting for an answer: at most this many from one inviter, and to one target.

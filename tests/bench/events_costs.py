@@ -51,8 +51,7 @@ def main() -> None:
         from herald.settings import get_settings
 
         keys = ServiceKeys(DynamoServiceKeyStore(get_settings().service_keys_table))
-        key, _ = keys.create_key("scheduler", ["/events/external"])
-        keys.set_targets("scheduler", ["chat_id:oc_ops"], [])
+        key, _ = keys.create_key("scheduler", ["/events/external"], targets=["chat_id:oc_ops"])
         api = TestClient(create_app())
         pipeline = EventsPipeline(stack)
         headers = {"Authorization": f"Bearer {key}"}

@@ -31,8 +31,7 @@ def run(cloud: LocalCloudProcess, services: int, events: int, tag: str) -> float
     clients = []
     for index in range(services):
         service_id = f"{tag}-{index}"
-        key, _ = keys.create_key(service_id, ["/events/external"])
-        keys.set_targets(service_id, [f"chat_id:oc_{service_id}"], [])
+        key, _ = keys.create_key(service_id, ["/events/external"], targets=[f"chat_id:oc_{service_id}"])
         clients.append((service_id, httpx.Client(base_url=cloud.http_url, headers={"Authorization": f"Bearer {key}"})))
     feishu = cloud.fake_url("feishu")
     before = len(httpx.get(f"{feishu}/__fake/messages").json())

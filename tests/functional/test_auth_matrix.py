@@ -112,10 +112,9 @@ def world(
     pipeline.drain()
     confirm_id = fake_im.messages[-1]["data"]["confirm_id"]
     keys = {
-        "all": service_keys.create_key("everything", ["/internal/v1", "/events/external"])[0],
+        "all": service_keys.create_key("everything", ["/internal/v1", "/events/external"], targets=["chat_id:oc_x"])[0],
         "none": service_keys.create_key("nothing", ["/internal/v1/nothing"])[0],
     }
-    service_keys.set_targets("everything", ["chat_id:oc_x"], [])
     every = {"Authorization": f"Bearer {keys['all']}"}
     notification = api.post(
         "/internal/v1/inbox/notifications",

@@ -31,8 +31,8 @@ class Partner:
     """A partner service with a key for /events/external and the targets it may reach."""
 
     def __init__(self, api: TestClient, keys: ServiceKeys, service_id: str, targets: list[str]) -> None:
-        key, _ = keys.create_key(service_id, ["/events/external"])
-        keys.set_targets(service_id, targets, [])
+        key, record = keys.create_key(service_id, ["/events/external"], targets=targets)
+        self.key_id = record.key_id
         self.service_id = service_id
         self.api = api
         self.headers = {"Authorization": f"Bearer {key}"}
@@ -276,7 +276,9 @@ def test_job_whose_target_was_removed_before_delivery_is_not_delivered_and_does_
 ) -> None:
     partner.accept("e1", title="to a chat no longer allowed")
     partner.accept("e2", title="still allowed", target={**TARGET, "receive_id": "oc_other"})
-    service_keys.set_targets("scheduler", [], ["chat_id:oc_ops"])
+    # The operator narrows the service: a key without oc_ops replaces the old one, which is revoked.
+    service_keys.create_key("scheduler", ["/events/external"], targets=["chat_id:oc_other"])
+    service_keys.revoke(partner.key_id)
     events.drain()
     assert titles(feishu) == [] and titles(feishu, "oc_other") == ["still allowed"]
     first = job_store().job("scheduler", 1)

@@ -56,7 +56,12 @@ def test_service_key_opens_the_routes_of_its_capability(client: TestClient, serv
     key, _ = service_keys.create_key("engine", ["/internal/v1"])
     response = client.get("/internal/v1/whoami", headers=_bearer(key))
     assert response.status_code == 200
-    assert response.json()["data"] == {"service_id": "engine", "capabilities": ["/internal/v1"]}
+    assert response.json()["data"] == {
+        "service_id": "engine",
+        "key_id": key.split("_")[1],
+        "capabilities": ["/internal/v1"],
+        "app_codes": ["lalu"],
+    }
 
 
 def test_service_key_outside_its_capabilities_is_403(client: TestClient, service_keys: ServiceKeys) -> None:

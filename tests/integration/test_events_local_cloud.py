@@ -29,8 +29,7 @@ class Partner:
         self.service_id = f"{name}-{secrets.token_hex(3)}"
         self.chat = f"oc_{self.service_id}"
         keys = ServiceKeys(DynamoServiceKeyStore(cloud.resource("ServiceKeysTable"), cloud.client("dynamodb")))
-        key, _ = keys.create_key(self.service_id, ["/events/external"])
-        keys.set_targets(self.service_id, [f"chat_id:{self.chat}"], [])
+        key, _ = keys.create_key(self.service_id, ["/events/external"], targets=[f"chat_id:{self.chat}"])
         self.http = httpx.Client(base_url=cloud.http_url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
 
     def post(self, n: int) -> None:

@@ -116,9 +116,9 @@ class LoadRun:
 
         keys = ServiceKeys(DynamoServiceKeyStore(self.resources["ServiceKeysTable"]["Ref"], self.dynamodb))
         service = f"load-{self.run_id}"
-        key, _ = keys.create_key(service, ["/events/external", "/internal/v1/inbox", "/internal/v1/sessions"])
         chats = [f"chat_id:oc_{self.run_id}_{n}" for n in range(self.workers)]
-        keys.set_targets(service, chats, [])
+        capabilities = ["/events/external", "/internal/v1/inbox", "/internal/v1/sessions"]
+        key, _ = keys.create_key(service, capabilities, targets=chats)
         return {"service": key}
 
     def _user(self, n: int) -> str:
