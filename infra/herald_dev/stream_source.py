@@ -3,9 +3,10 @@
 One reader per shard, parents before children. A batch is up to `BatchSize` records in the Lambda event
 shape (`eventSourceARN` added, attribute values as JSON). Success advances past the batch. With
 `ReportBatchItemFailures`, a reported sequence number is the checkpoint: processing resumes from it. A
-function error retries the batch (halving it when `BisectBatchOnFunctionError`); after
-`MaximumRetryAttempts` the batch's description goes to the `OnFailure` destination queue and the reader
-moves on, as Lambda does.
+function error retries the batch, halving it first when `BisectBatchOnFunctionError` (a split does not
+count as a retry); after `MaximumRetryAttempts` the batch's description goes to the `OnFailure`
+destination queue and the reader moves on, as Lambda does. A record this emulator cannot shape is
+delivered all the same (keys only), so it takes that path instead of stopping the shard.
 """
 
 from __future__ import annotations
@@ -62,6 +63,30 @@ def stream_record(record: Any, stream_arn: str, region: str) -> dict[str, Any]:
         if image in images:
             images[image] = {name: _repair_value(value) for name, value in images[image].items()}
     return shaped
+
+
+def delivered_record(record: Any, stream_arn: str, region: str) -> dict[str, Any]:
+    """The record as Lambda would deliver it; one this emulator cannot shape is still delivered, with its
+    keys and sequence number only, so the function decides (and a poison record takes the OnFailure path
+    and the shard moves on) instead of the reader retrying the same read forever."""
+    try:
+        return stream_record(record, stream_arn, region)
+    except Exception:
+        log.exception("stream record %s could not be shaped; delivering its keys only", record.get("eventID"))
+        images = record.get("dynamodb", {})
+        return {
+            "eventID": record.get("eventID"),
+            "eventName": record.get("eventName"),
+            "eventSource": "aws:dynamodb",
+            "eventSourceARN": stream_arn,
+            "awsRegion": region,
+            "dynamodb": {
+                "Keys": _jsonable(images.get("Keys", {})),
+                "SequenceNumber": images["SequenceNumber"],
+                "SizeBytes": images.get("SizeBytes", 0),
+                "StreamViewType": images.get("StreamViewType"),
+            },
+        }
 
 
 def failed_sequence(response: Any, sequence_numbers: list[str]) -> str | None:
@@ -172,7 +197,8 @@ class StreamEventSource:
                 if iterator is not None and len(buffer) < self.settings.batch_size:
                     response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
                     records = [
-                        stream_record(r, self.stream_arn, self.function.region) for r in response.get("Records", [])
+                        delivered_record(r, self.stream_arn, self.function.region)
+                        for r in response.get("Records", [])
                     ]
                     if records:
                         last_read = records[-1]["dynamodb"]["SequenceNumber"]
@@ -205,10 +231,10 @@ class StreamEventSource:
                     failed_sequence(response, sequence_numbers) if self.settings.report_batch_item_failures else None
                 )
             except FunctionError as exc:
-                attempts += 1
                 if self.settings.bisect_on_error and limit > 1:
-                    limit = (limit + 1) // 2
+                    limit = (limit + 1) // 2  # splitting a batch does not count towards the retry quota
                     continue
+                attempts += 1
                 if self._exhausted(attempts):
                     self._give_up(shard_id, batch, attempts, str(exc))
                     return buffer[len(batch) :]

@@ -105,6 +105,27 @@ def test_failing_stream_record_is_retried_then_sent_to_the_on_failure_destinatio
     eventually(later_record_delivered)
 
 
+def test_record_that_fails_the_whole_invocation_is_bisected_out_given_up_and_later_records_flow(
+    poller_cloud: LocalCloudProcess, sink: Path
+) -> None:
+    """A poison record that crashes the function (not a partial failure): the batch is halved until the
+    record stands alone, retried MaximumRetryAttempts times, sent to OnFailure, and the shard moves on."""
+    table = poller_cloud.resource("ItemsTable")
+    ddb = poller_cloud.client("dynamodb")
+    for key, poisoned in (("before-crash", False), ("crash-1", True), ("after-crash", False)):
+        item = {"pk": {"S": key}, **({"crash": {"BOOL": True}} if poisoned else {})}
+        ddb.put_item(TableName=table, Item=item)
+
+    def shard_moved_on() -> None:
+        delivered = [e["record"]["dynamodb"]["Keys"]["pk"]["S"] for e in _entries(sink, "stream")]
+        assert "before-crash" in delivered and "after-crash" in delivered
+        alone = [e for e in _entries(sink, "crash") if e["keys"] == ["crash-1"]]
+        assert len(alone) == 3  # the first try of the record alone and MaximumRetryAttempts=2 retries
+
+    eventually(shard_moved_on)
+    assert "crash-1" not in [e["record"]["dynamodb"]["Keys"]["pk"]["S"] for e in _entries(sink, "stream")]
+
+
 def test_fifo_failure_retries_only_that_record_keeps_group_order_and_dead_letters_after_max_receives(
     poller_cloud: LocalCloudProcess, sink: Path
 ) -> None:

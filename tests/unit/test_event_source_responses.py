@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from herald_dev.sqs_source import failed_message_ids
-from herald_dev.stream_source import failed_sequence
+from herald_dev.stream_source import delivered_record, failed_sequence
 
 IDS = ["m1", "m2", "m3"]
 
@@ -64,3 +64,19 @@ def test_stream_records_are_shaped_as_lambda_sends_them_even_from_dynamodb_local
     image = shaped["dynamodb"]["NewImage"]
     assert image["m"] == {"M": {}} and image["n"] == {"M": {"inner": {"M": {}}}} and image["l"] == {"L": [{"M": {}}]}
     assert image["b"] == {"B": "AQ=="}
+
+
+def test_a_record_the_emulator_cannot_shape_is_delivered_with_its_keys_instead_of_stopping_the_shard() -> None:
+    raw = {
+        "eventID": "e1",
+        "eventName": "INSERT",
+        "dynamodb": {"Keys": {"pk": {"S": "a"}}, "NewImage": {"m": {"M": None}}, "SequenceNumber": "7"},
+    }
+    record = delivered_record(raw, "arn:stream", "us-east-1")
+    assert record["dynamodb"] == {
+        "Keys": {"pk": {"S": "a"}},
+        "SequenceNumber": "7",
+        "SizeBytes": 0,
+        "StreamViewType": None,
+    }
+    assert (record["eventID"], record["eventSourceARN"]) == ("e1", "arn:stream")
