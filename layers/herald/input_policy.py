@@ -51,7 +51,7 @@ FREE_FORM_LIMITS = JsonLimits(max_bytes=16 * 1024, max_depth=8, max_keys=200, ma
 
 
 def _reject_constant(name: str) -> Any:
-    raise PolicyViolation("", f"{name} is not a JSON number Herald accepts")
+    raise PolicyViolation("body", f"{name} is not a JSON number Herald accepts")
 
 
 def parse_body(raw: bytes) -> Any:
