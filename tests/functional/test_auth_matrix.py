@@ -195,3 +195,44 @@ def test_another_user_or_tenant_never_sees_the_owners_data(world: World, user: s
             assert marker not in response.text, f"{route}: {marker} leaked to {user}@{tenant}: {response.text}"
         if "{" in operation.path:
             assert response.status_code in (403, 404), (route, response.text)  # somebody else's thing, by its id
+
+
+TENANT_FREE = {"/internal/v1/whoami", "/events/external"}  # a key's identity; events name a Feishu target
+
+
+def _for_tenant(operation: Operation, world: World, app_code: str) -> tuple[str, Any]:
+    """The operation's URL and body, asking to act for `app_code`."""
+    url = world.url(operation)
+    body = BODIES.get((operation.method, operation.path)) if operation.has_body else None
+    if isinstance(body, dict) and operation.path != "/events/external":
+        return url, {**body, "app_code": app_code}
+    return f"{url}?app_code={app_code}", body
+
+
+def test_a_key_of_another_tenant_is_refused_on_every_tenant_scoped_service_route(
+    world: World, service_keys: ServiceKeys
+) -> None:
+    key, _ = service_keys.create_key(
+        "everything", ["/internal/v1", "/events/external"], app_codes=["other"], targets=["chat_id:oc_x"]
+    )
+    for operation in [op for op in OPERATIONS if op.kind == "service" and op.path not in TENANT_FREE]:
+        route = f"{operation.method} {operation.path}"
+        url, body = _for_tenant(operation, world, "lalu")
+        response = world.api.request(operation.method, url, json=body, headers=bearer(key))
+        assert response.status_code == 403, (route, response.text)
+        assert response.json()["data"]["reason"] == "tenant_not_allowed", (route, response.text)
+        for marker in (*MARKERS, f'"{OWNER}"'):
+            assert marker not in response.text, (route, response.text)
+
+
+def test_another_engine_is_refused_on_every_route_of_a_session_it_did_not_create(
+    world: World, service_keys: ServiceKeys
+) -> None:
+    key, _ = service_keys.create_key("other-engine", ["/internal/v1/sessions"])
+    session_routes = [op for op in OPERATIONS if op.path.startswith("/internal/v1/sessions/")]
+    assert session_routes
+    for operation in session_routes:
+        route = f"{operation.method} {operation.path}"
+        response = world.call(operation, bearer(key))
+        assert response.status_code == 403, (route, response.text)
+        assert response.json()["data"]["reason"] == "session_of_another_service", (route, response.text)

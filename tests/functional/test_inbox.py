@@ -254,3 +254,17 @@ def test_unread_only_lists_only_unread(api: TestClient, producer: dict[str, str]
     api.post(f"/api/v1/inbox/notifications/{first}/read", headers=_user())
     unread = items(api, unread_only="true")
     assert [i["is_read"] for i in unread] == [False] and len(items(api)) == 2
+
+
+def test_producer_key_writes_only_into_its_own_tenants(api: TestClient, service_keys: Any) -> None:
+    """Regression: an inbox producer key wrote into any app_code."""
+    key, _ = service_keys.create_key("acme-engine", ["/internal/v1/inbox"], app_codes=["acme"])
+    headers = {"Authorization": f"Bearer {key}"}
+    body = {"user_id": USER, "kind": "QUESTION_PENDING", "session_id": "s1", "tail": "r1", "title": "t"}
+    refused = api.post("/internal/v1/inbox/notifications", json={**body, "app_code": "lalu"}, headers=headers)
+    assert refused.status_code == 403 and refused.json()["data"]["reason"] == "tenant_not_allowed"
+    assert count(api) == 0
+    assert api.post("/internal/v1/inbox/notifications", json=body, headers=headers).status_code == 200
+    assert count(api) == 0 and int(
+        api.get("/api/v1/inbox/unread-count", headers=_user(USER, "acme")).json()["data"]["unread_count"]
+    ) == 1
