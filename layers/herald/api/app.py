@@ -11,15 +11,28 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from herald.api import health, identity
-from herald.api.envelope import STATUS_BY_CODE, ErrorEnvelope, error_response
+from herald.api.envelope import error_response
 from herald.api.input import strict_json_body
 from herald.confirms import routes as confirm_routes
 from herald.errors import HeraldError, RateLimited
 from herald.events import routes as event_routes
 from herald.inbox import routes as inbox_routes
+from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
 from herald.invitations import routes as invitation_routes
 from herald.observability import logger
 from herald.turns import routes as turn_routes
+
+API_DESCRIPTION = f"""Herald's HTTP API. Errors are the envelope; each operation lists only the errors it can give.
+
+**Input policy.** Every JSON body: {BODY_LIMITS.describe()}. A client's own JSON (an inbox `payload`):
+{FREE_FORM_LIMITS.describe()}. Types are strict (a boolean is `true`/`false`, an integer is never a string
+or a boolean); ids match their pattern whole. Anything else is `400 INVALID_ARGUMENT` naming the field.
+
+**Rate limits.** Per app user, per service key and per target (a Feishu chat an event goes to, a user an
+invitation goes to), per minute, as configured (defaults 120, 600, 30): over one, `429 RATE_LIMITED` with
+`Retry-After` (seconds). An inviter has at most 10 invitations waiting for an answer, a target at most 5
+(`409`, `data.reason` `too_many_pending_invitations` / `target_has_too_many_invitations`).
+"""
 
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
 
@@ -67,20 +80,7 @@ def create_app() -> FastAPI:
         docs_url="/api/v1/docs",
         redoc_url=None,
         dependencies=[Depends(strict_json_body)],
-        # Every error any route can answer, documented once as the envelope (CONTRACTS §0).
-        responses={
-            STATUS_BY_CODE[code]: {"model": ErrorEnvelope, "description": code}
-            for code in (
-                "INVALID_ARGUMENT",
-                "UNAUTHORIZED",
-                "PERMISSION_DENIED",
-                "NOT_FOUND",
-                "CONFLICT",
-                "RATE_LIMITED",
-                "INTERNAL",
-                "UPSTREAM_ERROR",
-            )
-        },
+        description=API_DESCRIPTION,
     )
 
     @app.middleware("http")

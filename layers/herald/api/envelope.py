@@ -46,6 +46,16 @@ class ErrorEnvelope(BaseModel):
     request_id: str
 
 
+def errors(*codes: str) -> dict[int | str, dict[str, Any]]:
+    """The error responses one route can really give, for its OpenAPI `responses` (never a 500: that is a bug)."""
+    return {STATUS_BY_CODE[code]: {"model": ErrorEnvelope, "description": code} for code in codes}
+
+
+# What every route behind a credential can answer, whatever it does.
+APP = ("UNAUTHORIZED", "RATE_LIMITED")  # a JWT: missing/invalid; the user's rate limit
+SERVICE = ("UNAUTHORIZED", "PERMISSION_DENIED", "RATE_LIMITED")  # a key: invalid; lacks the route; its limit
+
+
 def request_id_of(request: Request) -> str:
     return str(getattr(request.state, "request_id", ""))
 

@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from herald.api.envelope import Envelope, ok
+from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
 from herald.api.security import CurrentPrincipal, CurrentService
 
 router = APIRouter()
@@ -22,12 +22,12 @@ class ServiceIdentity(BaseModel):
     app_codes: list[str]
 
 
-@router.get("/api/v1/me", response_model=Envelope[Me])
+@router.get("/api/v1/me", responses=errors(*APP), response_model=Envelope[Me])
 def me(request: Request, principal: CurrentPrincipal) -> Envelope[Me]:
     return ok(request, Me(user_id=principal.user_id, app_code=principal.app_code, roles=sorted(principal.roles)))
 
 
-@router.get("/internal/v1/whoami", response_model=Envelope[ServiceIdentity])
+@router.get("/internal/v1/whoami", responses=errors(*SERVICE), response_model=Envelope[ServiceIdentity])
 def whoami(request: Request, caller: CurrentService) -> Envelope[ServiceIdentity]:
     identity = ServiceIdentity(
         service_id=caller.service_id,

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from herald.api.envelope import Envelope, ok
+from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
 from herald.api.security import CurrentPrincipal, CurrentService
 from herald.confirms.models import Action, view
 from herald.confirms.service import MAX_BATCH, MAX_PAGE
@@ -55,13 +55,13 @@ class ConfirmPage(ConfirmItems):
     next_page_token: str
 
 
-@router.post("/status", response_model=Envelope[ConfirmItems])
+@router.post("/status", responses=errors(*APP, "INVALID_ARGUMENT"), response_model=Envelope[ConfirmItems])
 def batch_status(request: Request, body: StatusBody, principal: CurrentPrincipal) -> Envelope[ConfirmItems]:
     items = [ConfirmView(**view(c)) for c in confirms().statuses(principal, body.confirm_ids)]
     return ok(request, ConfirmItems(items=items))
 
 
-@router.get("", response_model=Envelope[ConfirmPage])
+@router.get("", responses=errors(*APP, "INVALID_ARGUMENT"), response_model=Envelope[ConfirmPage])
 def list_with_peer(
     request: Request,
     principal: CurrentPrincipal,
@@ -73,13 +73,21 @@ def list_with_peer(
     return ok(request, ConfirmPage(items=[ConfirmView(**view(c)) for c in items], next_page_token=token))
 
 
-@router.post("/{confirm_id}/accept", response_model=Envelope[ConfirmView])
+@router.post(
+    "/{confirm_id}/accept",
+    responses=errors(*APP, "INVALID_ARGUMENT", "PERMISSION_DENIED", "NOT_FOUND", "CONFLICT", "UPSTREAM_ERROR"),
+    response_model=Envelope[ConfirmView],
+)
 def accept(request: Request, confirm_id: str, body: AcceptBody, principal: CurrentPrincipal) -> Envelope[ConfirmView]:
     confirm = confirms().act(principal, confirm_id, Action.ACCEPT, body.command_id)
     return ok(request, ConfirmView(**view(confirm)))
 
 
-@router.post("/{confirm_id}/reject", response_model=Envelope[ConfirmView])
+@router.post(
+    "/{confirm_id}/reject",
+    responses=errors(*APP, "INVALID_ARGUMENT", "PERMISSION_DENIED", "NOT_FOUND", "CONFLICT", "UPSTREAM_ERROR"),
+    response_model=Envelope[ConfirmView],
+)
 def reject(request: Request, confirm_id: str, body: RejectBody, principal: CurrentPrincipal) -> Envelope[ConfirmView]:
     confirm = confirms().act(principal, confirm_id, Action.REJECT, body.command_id, body.reason)
     return ok(request, ConfirmView(**view(confirm)))
@@ -103,7 +111,11 @@ class ConfirmDeliveries(BaseModel):
     deliveries: list[DeliveryView]
 
 
-@internal_router.get("/{confirm_id}/deliveries", response_model=Envelope[ConfirmDeliveries])
+@internal_router.get(
+    "/{confirm_id}/deliveries",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND"),
+    response_model=Envelope[ConfirmDeliveries],
+)
 def confirm_deliveries(
     request: Request,
     confirm_id: str,

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from herald.api.envelope import Envelope, ok
+from herald.api.envelope import SERVICE, Envelope, errors, ok
 from herald.api.security import CurrentService
 from herald.errors import InvalidArgument, PermissionDenied
 from herald.events.models import ExternalEvent, Target
@@ -71,6 +71,7 @@ class AcceptedOut(BaseModel):
 
 @router.post(
     "/events/external",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "CONFLICT"),
     status_code=202,
     response_model=Envelope[AcceptedOut],
     summary="Store an external event for delivery (202: stored, not yet delivered)",

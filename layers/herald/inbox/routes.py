@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from herald.api.envelope import Envelope, ok
+from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
 from herald.api.input import FreeFormJson
 from herald.api.security import CurrentPrincipal, CurrentService
 from herald.auth.models import Principal
@@ -103,7 +103,9 @@ class PreferencesIn(BaseModel):
     subagent_done: StrictBool = None  # type: ignore[assignment]
 
 
-@producer_router.post("/notifications", response_model=Envelope[RecordedOut])
+@producer_router.post(
+    "/notifications", responses=errors(*SERVICE, "INVALID_ARGUMENT"), response_model=Envelope[RecordedOut]
+)
 def record(request: Request, body: NotificationIn, caller: CurrentService) -> Envelope[RecordedOut]:
     result = inbox().record(Incoming(**{**body.model_dump(), "app_code": caller.tenant(body.app_code)}))
     outcome = "Skipped" if result.skipped else "Recorded" if result.created else "Duplicate"
@@ -113,7 +115,9 @@ def record(request: Request, body: NotificationIn, caller: CurrentService) -> En
     )
 
 
-@producer_router.post("/notifications/resolve", response_model=Envelope[ResolvedOut])
+@producer_router.post(
+    "/notifications/resolve", responses=errors(*SERVICE, "INVALID_ARGUMENT"), response_model=Envelope[ResolvedOut]
+)
 def resolve(request: Request, body: ResolveIn, caller: CurrentService) -> Envelope[ResolvedOut]:
     app_code = caller.tenant(body.app_code)
     resolved = inbox().resolve(app_code, body.user_id, body.kind, body.session_id, body.tail)
@@ -124,7 +128,7 @@ def _count(principal: Principal) -> int:
     return inbox().unread_count(principal.app_code, principal.user_id)
 
 
-@router.get("/notifications", response_model=Envelope[NotificationPage])
+@router.get("/notifications", responses=errors(*APP, "INVALID_ARGUMENT"), response_model=Envelope[NotificationPage])
 def list_notifications(
     request: Request,
     principal: CurrentPrincipal,
@@ -139,32 +143,40 @@ def list_notifications(
     return ok(request, page)
 
 
-@router.get("/unread-count", response_model=Envelope[UnreadCount])
+@router.get("/unread-count", responses=errors(*APP), response_model=Envelope[UnreadCount])
 def unread_count(request: Request, principal: CurrentPrincipal) -> Envelope[UnreadCount]:
     return ok(request, UnreadCount(unread_count=_count(principal)))
 
 
-@router.post("/notifications/read-all", response_model=Envelope[UnreadCount])
+@router.post("/notifications/read-all", responses=errors(*APP), response_model=Envelope[UnreadCount])
 def read_all(request: Request, principal: CurrentPrincipal) -> Envelope[UnreadCount]:
     return ok(request, UnreadCount(unread_count=inbox().read_all(principal)))
 
 
-@router.post("/notifications/{notification_id}/read", response_model=Envelope[UnreadCount])
+@router.post(
+    "/notifications/{notification_id}/read",
+    responses=errors(*APP, "INVALID_ARGUMENT", "NOT_FOUND"),
+    response_model=Envelope[UnreadCount],
+)
 def read(request: Request, notification_id: str, principal: CurrentPrincipal) -> Envelope[UnreadCount]:
     return ok(request, UnreadCount(unread_count=inbox().read(principal, notification_id)))
 
 
-@router.delete("/notifications/{notification_id}", response_model=Envelope[UnreadCount])
+@router.delete(
+    "/notifications/{notification_id}",
+    responses=errors(*APP, "INVALID_ARGUMENT", "NOT_FOUND"),
+    response_model=Envelope[UnreadCount],
+)
 def delete(request: Request, notification_id: str, principal: CurrentPrincipal) -> Envelope[UnreadCount]:
     return ok(request, UnreadCount(unread_count=inbox().delete(principal, notification_id)))
 
 
-@router.get("/preferences", response_model=Envelope[Preferences])
+@router.get("/preferences", responses=errors(*APP), response_model=Envelope[Preferences])
 def get_preferences(request: Request, principal: CurrentPrincipal) -> Envelope[Preferences]:
     return ok(request, Preferences(**inbox().preferences(principal)))
 
 
-@router.put("/preferences", response_model=Envelope[Preferences])
+@router.put("/preferences", responses=errors(*APP, "INVALID_ARGUMENT"), response_model=Envelope[Preferences])
 def put_preferences(request: Request, body: PreferencesIn, principal: CurrentPrincipal) -> Envelope[Preferences]:
     changes = {name: value for name, value in body.model_dump().items() if value is not None}
     return ok(request, Preferences(**inbox().set_preferences(principal, changes)))

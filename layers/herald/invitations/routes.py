@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from herald.api.envelope import Envelope, ok
+from herald.api.envelope import APP, Envelope, errors, ok
 from herald.api.security import CurrentPrincipal
 from herald.invitations.models import Invitation, InvitationType
 from herald.invitations.wiring import invitations
@@ -42,7 +42,7 @@ def _view(invitation: Invitation) -> InvitationView:
     )
 
 
-@router.post("", response_model=Envelope[InvitationView])
+@router.post("", responses=errors(*APP, "INVALID_ARGUMENT", "CONFLICT"), response_model=Envelope[InvitationView])
 def create_invitation(
     request: Request, body: CreateInvitation, principal: CurrentPrincipal
 ) -> Envelope[InvitationView]:
@@ -53,11 +53,17 @@ def create_invitation(
     return ok(request, _view(invitation))
 
 
-@router.get("/{invitation_id}", response_model=Envelope[InvitationView])
+@router.get(
+    "/{invitation_id}", responses=errors(*APP, "INVALID_ARGUMENT", "NOT_FOUND"), response_model=Envelope[InvitationView]
+)
 def get_invitation(request: Request, invitation_id: str, principal: CurrentPrincipal) -> Envelope[InvitationView]:
     return ok(request, _view(invitations().get_for(principal.app_code, invitation_id, principal.user_id)))
 
 
-@router.post("/{invitation_id}/cancel", response_model=Envelope[InvitationView])
+@router.post(
+    "/{invitation_id}/cancel",
+    responses=errors(*APP, "INVALID_ARGUMENT", "PERMISSION_DENIED", "NOT_FOUND", "CONFLICT"),
+    response_model=Envelope[InvitationView],
+)
 def cancel_invitation(request: Request, invitation_id: str, principal: CurrentPrincipal) -> Envelope[InvitationView]:
     return ok(request, _view(invitations().cancel(principal.app_code, invitation_id, principal.user_id)))

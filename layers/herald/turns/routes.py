@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from herald.api.envelope import Envelope, ok
+from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
 from herald.api.security import CurrentPrincipal, CurrentService
 from herald.turns.models import ROLE_RANK, AgentTurns, SessionStatus
 from herald.turns.service import EngineCaller
@@ -127,6 +127,7 @@ def _turn_state(turns: AgentTurns) -> TurnStateOut:
 # ---------------------------------------------------------------- app (members)
 @router.post(
     "/{session_id}/agents/{agent}/messages",
+    responses=errors(*APP, "INVALID_ARGUMENT", "PERMISSION_DENIED", "NOT_FOUND", "CONFLICT"),
     status_code=202,
     response_model=Envelope[PostedOut],
     summary="Send a message to an agent: it starts a turn, or waits for the running one to finish",
@@ -141,6 +142,7 @@ def post_message(
 
 @router.post(
     "/{session_id}/agents/{agent}/messages/{message_id}/cancel",
+    responses=errors(*APP, "INVALID_ARGUMENT", "PERMISSION_DENIED", "NOT_FOUND", "CONFLICT"),
     response_model=Envelope[CancelledOut],
     summary="Cancel one of your own messages while it waits in the queue",
 )
@@ -151,7 +153,12 @@ def cancel_message(
     return ok(request, CancelledOut(message_id=message_id))
 
 
-@router.get("/{session_id}/events", response_model=Envelope[EventsOut], summary="The session's event log, oldest first")
+@router.get(
+    "/{session_id}/events",
+    responses=errors(*APP, "INVALID_ARGUMENT", "PERMISSION_DENIED", "NOT_FOUND"),
+    response_model=Envelope[EventsOut],
+    summary="The session's event log, oldest first",
+)
 def list_events(
     request: Request,
     session_id: SessionId,
@@ -165,7 +172,12 @@ def list_events(
 
 
 # ---------------------------------------------------------------- engine (service key)
-@engine_router.put("/{session_id}", response_model=Envelope[SessionOut], summary="Create or update a session")
+@engine_router.put(
+    "/{session_id}",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT"),
+    response_model=Envelope[SessionOut],
+    summary="Create or update a session",
+)
 def put_session(
     request: Request, session_id: SessionId, body: SessionIn, caller: CurrentService
 ) -> Envelope[SessionOut]:
@@ -185,6 +197,7 @@ def put_session(
 
 @engine_router.post(
     "/{session_id}/agents/{agent}/turns/{turn_id}/{step}",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND", "CONFLICT"),
     response_model=Envelope[TurnStateOut],
     summary="The engine reports a turn's end (finish), an approval wait (suspend) or the approval (resume)",
 )
