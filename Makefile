@@ -49,9 +49,12 @@ integration-dynamodb-local: setup
 bench: $(STAMP)
 	$(BIN)/python tests/bench/cold_start.py
 
-## soak: minutes of mixed load, then the same with SIGKILL + restart under load; each audited (SOAK_SECONDS)
+## soak: a random (not derandomized) API fuzz run, minutes of mixed load, then the same with SIGKILL +
+## restart under load; each audited (SOAK_SECONDS, FUZZ_EXAMPLES)
 SOAK_SECONDS ?= 180
+FUZZ_EXAMPLES ?= 200
 soak: setup
+	HERALD_FUZZ_RANDOM=1 HERALD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -m integration tests/integration/test_api_fuzzing.py
 	$(BIN)/python tests/soak/run.py --seconds $(SOAK_SECONDS)
 	$(BIN)/python tests/soak/run.py --seconds $(SOAK_SECONDS) --crashes 3
 

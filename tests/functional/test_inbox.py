@@ -265,6 +265,7 @@ def test_producer_key_writes_only_into_its_own_tenants(api: TestClient, service_
     assert refused.status_code == 403 and refused.json()["data"]["reason"] == "tenant_not_allowed"
     assert count(api) == 0
     assert api.post("/internal/v1/inbox/notifications", json=body, headers=headers).status_code == 200
-    assert count(api) == 0 and int(
-        api.get("/api/v1/inbox/unread-count", headers=_user(USER, "acme")).json()["data"]["unread_count"]
-    ) == 1
+    assert (
+        count(api) == 0
+        and int(api.get("/api/v1/inbox/unread-count", headers=_user(USER, "acme")).json()["data"]["unread_count"]) == 1
+    )
