@@ -197,8 +197,7 @@ class StreamEventSource:
                 if iterator is not None and len(buffer) < self.settings.batch_size:
                     response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
                     records = [
-                        delivered_record(r, self.stream_arn, self.function.region)
-                        for r in response.get("Records", [])
+                        delivered_record(r, self.stream_arn, self.function.region) for r in response.get("Records", [])
                     ]
                     if records:
                         last_read = records[-1]["dynamodb"]["SequenceNumber"]
