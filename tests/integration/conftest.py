@@ -28,7 +28,12 @@ def cloud(tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | Non
     process = LocalCloudProcess(
         tmp_path_factory.mktemp("cloud"),
         dynamodb_endpoint=dynamodb_endpoint,
-        env={"HERALD_EVENTS_RETRY_BASE_MS": "500", "HERALD_EVENTS_MAX_ATTEMPTS": "10", **RATE_LIMITS_OFF},
+        env={
+            "HERALD_EVENTS_RETRY_BASE_MS": "500",
+            "HERALD_EVENTS_MAX_ATTEMPTS": "10",
+            "HERALD_SERVICE_KEY_CACHE_SECONDS": "2",  # a revocation shows within the tests' patience
+            **RATE_LIMITS_OFF,
+        },
     ).start()
     yield process
     process.stop()

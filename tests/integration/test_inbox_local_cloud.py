@@ -155,3 +155,29 @@ def test_mark_all_read_racing_fifty_inserts_keeps_the_count_exact(cloud: LocalCl
             break
     assert len(listed) == 70
     assert unread(cloud, me) == sum(1 for item in listed if not item["is_read"])
+
+
+def test_a_connection_is_told_and_closed_once_its_token_expired_instead_of_receiving_pushes(
+    cloud: LocalCloudProcess,
+) -> None:
+    """Regression: an open WebSocket kept receiving pushes after its token expired."""
+    me = new_user()
+    headers = producer_headers(cloud)
+
+    async def scenario() -> tuple[list[dict[str, Any]], bool]:
+        frames: list[dict[str, Any]] = []
+        async with websockets.connect(f"{cloud.ws_url}/?token={make_token(me, ttl=3)}") as ws:
+            await asyncio.sleep(4.5)  # the token expires while the connection is open
+            notify(cloud, headers, me, "after-expiry")
+            closed = False
+            try:
+                while True:
+                    frames.append(json.loads(await asyncio.wait_for(ws.recv(), 15)))
+            except websockets.ConnectionClosed:
+                closed = True
+            except TimeoutError:
+                pass
+        return frames, closed
+
+    frames, closed = asyncio.run(scenario())
+    assert [frame["type"] for frame in frames] == ["token_expired"] and closed

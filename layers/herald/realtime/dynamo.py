@@ -33,6 +33,7 @@ class DynamoConnectionRegistry(DynamoTable):
                     "user_id": connection.user_id,
                     "connected_at_ms": connection.connected_at_ms,
                     "expires_at": connection.expires_at,
+                    "token_expires_at_ms": connection.token_expires_at_ms,
                 }
             ),
         )
@@ -58,6 +59,7 @@ class DynamoConnectionRegistry(DynamoTable):
                         user_id=item["user_id"],
                         connected_at_ms=item["connected_at_ms"],
                         expires_at=item["expires_at"],
+                        token_expires_at_ms=item.get("token_expires_at_ms"),
                     )
                 )
         return connections

@@ -48,15 +48,13 @@ class Realtime:
 
     def connect(self, connection_id: str, principal: Principal) -> Connection:
         now = self._clock()
-        lives_until_ms = now + self._ttl_seconds * 1000
-        if principal.expires_at_ms is not None:
-            lives_until_ms = min(lives_until_ms, principal.expires_at_ms)
         connection = Connection(
             connection_id=connection_id,
             app_code=principal.app_code,
             user_id=principal.user_id,
             connected_at_ms=now,
-            expires_at=lives_until_ms // 1000,
+            expires_at=now // 1000 + self._ttl_seconds,
+            token_expires_at_ms=principal.expires_at_ms,
         )
         self._registry.add(connection)
         return connection
@@ -69,9 +67,9 @@ class Realtime:
         expired (a connection never outlives its token). Returns how many received it."""
         data = json.dumps(message, separators=(",", ":")).encode()
         delivered = 0
-        now_s = self._clock() // 1000
+        now = self._clock()
         for connection in self._registry.for_user(app_code, user_id):
-            if connection.expires_at <= now_s:
+            if connection.token_expired(now):
                 self.send(connection.connection_id, TOKEN_EXPIRED)
                 self._pusher.close(connection.connection_id)
                 self._registry.remove(connection.connection_id)
