@@ -67,5 +67,15 @@ class DynamoTable:
         last = response.get("LastEvaluatedKey")
         return [from_item(raw) for raw in response.get("Items", [])], (from_item(last) if last else None)
 
+    def _query_all(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every page of a Query, as plain values."""
+        items: list[dict[str, Any]] = []
+        cursor: dict[str, Any] | None = None
+        while True:
+            page, cursor = self._query_page(params, cursor)
+            items.extend(page)
+            if cursor is None:
+                return items
+
     def _get_pk(self, pk: str) -> dict[str, Any] | None:
         return self._get_item({"pk": {"S": pk}})

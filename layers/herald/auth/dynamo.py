@@ -63,21 +63,15 @@ class DynamoServiceKeyStore(DynamoTable):
         )
 
     def keys_of(self, service_id: str) -> list[ServiceKeyRecord]:
-        records: list[ServiceKeyRecord] = []
-        cursor: dict[str, Any] | None = None
-        while True:
-            items, cursor = self._query_page(
-                {
-                    "TableName": self._table,
-                    "IndexName": BY_SERVICE_INDEX,
-                    "KeyConditionExpression": "service_id = :service",
-                    "ExpressionAttributeValues": {":service": {"S": service_id}},
-                },
-                cursor,
-            )
-            records.extend(_record(item) for item in items if "key_id" in item)
-            if cursor is None:
-                return records
+        items = self._query_all(
+            {
+                "TableName": self._table,
+                "IndexName": BY_SERVICE_INDEX,
+                "KeyConditionExpression": "service_id = :service",
+                "ExpressionAttributeValues": {":service": {"S": service_id}},
+            }
+        )
+        return [_record(item) for item in items if "key_id" in item]  # not a service record of an older release
 
     def all_keys(self) -> list[ServiceKeyRecord]:
         """Every key (an operator's listing: a small table)."""
@@ -85,7 +79,7 @@ class DynamoServiceKeyStore(DynamoTable):
         params: dict[str, Any] = {"TableName": self._table}
         while True:
             response = self._ddb.scan(**params)
-            records.extend(_record(from_item(raw)) for raw in response.get("Items", []) if "key_id" in raw)
+            records.extend(_record(from_item(raw)) for raw in response.get("Items", []) if "key_id" in raw)  # as above
             if "LastEvaluatedKey" not in response:
                 return records
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]

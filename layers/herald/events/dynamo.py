@@ -206,20 +206,15 @@ class DynamoJobStore(DynamoTable):
     def blocked(self) -> list[Job]:
         jobs: list[Job] = []
         for status in (JobStatus.FAILED, JobStatus.UNKNOWN):
-            cursor: dict[str, Any] | None = None
-            while True:
-                items, cursor = self._query_page(
-                    {
-                        "TableName": self._table,
-                        "IndexName": BY_ATTENTION_INDEX,
-                        "KeyConditionExpression": "attention = :a",
-                        "ExpressionAttributeValues": {":a": {"S": str(status)}},
-                    },
-                    cursor,
-                )
-                jobs.extend(job_from_item(item) for item in items if is_job(item))
-                if cursor is None:
-                    break
+            items = self._query_all(
+                {
+                    "TableName": self._table,
+                    "IndexName": BY_ATTENTION_INDEX,
+                    "KeyConditionExpression": "attention = :a",
+                    "ExpressionAttributeValues": {":a": {"S": str(status)}},
+                }
+            )
+            jobs.extend(job_from_item(item) for item in items if is_job(item))
         return sorted(jobs, key=lambda job: job.blocked_at_ms)
 
     # ------------------------------------------------------------------ the job's transitions
