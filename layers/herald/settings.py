@@ -69,6 +69,9 @@ class Settings:
     invitations_pending_per_inviter: int = 10
     invitations_pending_per_target: int = 5
 
+    # Browser origins allowed to call the HTTP API (comma-separated; "*" for any; empty: no CORS).
+    cors_allow_origins: str = ""
+
     # A verified service key is remembered this long: a revoked or expired key is refused within it.
     service_key_cache_seconds: int = 30
 

@@ -8,7 +8,9 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from herald.api import health, identity
 from herald.api.envelope import error_response
@@ -20,6 +22,7 @@ from herald.inbox import routes as inbox_routes
 from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
 from herald.invitations import routes as invitation_routes
 from herald.observability import logger
+from herald.settings import get_settings
 from herald.turns import routes as turn_routes
 
 API_DESCRIPTION = f"""Herald's HTTP API. Errors are the envelope; each operation lists only the errors it can give.
@@ -72,6 +75,31 @@ def _document_400_not_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+class ConfiguredCors:
+    """The CORS policy API Gateway applies (template.yaml's CorsConfiguration), answered here too, so a
+    preflight that reaches the function (locally, or through the OPTIONS routes) gets the same answer. Built
+    on the first request: settings are read then, never at import."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._inner: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._inner is None:
+            origins = [origin.strip() for origin in get_settings().cors_allow_origins.split(",") if origin.strip()]
+            self._inner = self._app
+            if origins:
+                self._inner = CORSMiddleware(
+                    self._app,
+                    allow_origins=origins,
+                    allow_methods=["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"],
+                    allow_headers=["authorization", "content-type"],
+                    expose_headers=["retry-after", "x-request-id"],
+                    max_age=600,
+                )
+        await self._inner(scope, receive, send)
+
+
 def create_app() -> FastAPI:
     app = FastAPI(
         title="Herald",
@@ -115,6 +143,7 @@ def create_app() -> FastAPI:
         logger.exception("unexpected error", path=request.url.path)
         return error_response(request, "INTERNAL", "internal error")
 
+    app.add_middleware(ConfiguredCors)
     _document_400_not_422(app)
     app.include_router(health.router)
     app.include_router(identity.router)

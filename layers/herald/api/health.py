@@ -1,4 +1,4 @@
-"""`GET /api/v1/health`: unauthenticated liveness; says nothing about tenants or data."""
+"""`GET|HEAD /api/v1/health`: unauthenticated liveness; says nothing about tenants or data."""
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
@@ -14,6 +14,6 @@ class Health(BaseModel):
     stage: str
 
 
-@router.get("/api/v1/health", response_model=Envelope[Health])
+@router.api_route("/api/v1/health", methods=["GET", "HEAD"], response_model=Envelope[Health])
 def health(request: Request) -> Envelope[Health]:
     return ok(request, Health(status="ok", stage=get_settings().stage))

@@ -1,0 +1,81 @@
+"""Browser clients: CORS as configured, preflights answered without a token, and the public routes (health,
+the API document and its page) reachable without one; the template routes them past the authorizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from herald.api.app import create_app
+from herald_dev.template import load_template
+from tests.conftest import clear_herald_caches
+
+REPO = Path(__file__).resolve().parents[2]
+APP_ORIGIN = "https://app.example.com"
+
+
+@pytest.fixture
+def browser_api(aws: Any, monkeypatch: pytest.MonkeyPatch) -> TestClient:
+    monkeypatch.setenv("HERALD_CORS_ALLOW_ORIGINS", f"{APP_ORIGIN},https://admin.example.com")
+    clear_herald_caches()
+    return TestClient(create_app())
+
+
+def test_preflight_from_an_allowed_origin_is_answered_without_a_token(browser_api: TestClient) -> None:
+    response = browser_api.options(
+        "/api/v1/inbox/unread-count",
+        headers={
+            "Origin": APP_ORIGIN,
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "authorization",
+        },
+    )
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == APP_ORIGIN
+    assert "authorization" in response.headers["access-control-allow-headers"].lower()
+
+
+def test_preflight_from_another_origin_is_refused(browser_api: TestClient) -> None:
+    response = browser_api.options(
+        "/api/v1/inbox/unread-count",
+        headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "GET"},
+    )
+    assert response.status_code == 400 and "access-control-allow-origin" not in response.headers
+
+
+def test_a_cross_origin_answer_exposes_retry_after_and_the_request_id(browser_api: TestClient) -> None:
+    response = browser_api.get("/api/v1/health", headers={"Origin": APP_ORIGIN})
+    assert response.headers["access-control-allow-origin"] == APP_ORIGIN
+    assert {"retry-after", "x-request-id"} <= set(response.headers["access-control-expose-headers"].split(", "))
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/api/v1/health"), ("HEAD", "/api/v1/health"), ("GET", "/api/v1/openapi.json"), ("GET", "/api/v1/docs")],
+)
+def test_public_routes_need_no_token(browser_api: TestClient, method: str, path: str) -> None:
+    assert browser_api.request(method, path).status_code == 200
+
+
+def _http_routes() -> list[dict[str, Any]]:
+    template = load_template(REPO / "template.yaml")
+    events = template["Resources"]["HttpApiFunction"]["Properties"]["Events"]
+    return [event["Properties"] for event in events.values() if event["Type"] == "HttpApi"]
+
+
+def test_the_template_lets_public_routes_and_preflights_past_the_authorizer() -> None:
+    routes = _http_routes()
+    public = {(r["Method"], r["Path"]) for r in routes if r.get("Auth", {}).get("Authorizer") == "NONE"}
+    assert {
+        ("GET", "/api/v1/health"),
+        ("HEAD", "/api/v1/health"),
+        ("GET", "/api/v1/openapi.json"),
+        ("GET", "/api/v1/docs"),
+    } <= public
+    behind_authorizer = [r["Path"] for r in routes if r.get("Auth", {}).get("Authorizer") != "NONE"]
+    assert behind_authorizer and all(("OPTIONS", path) in public for path in behind_authorizer)
+    cors = load_template(REPO / "template.yaml")["Resources"]["HttpApi"]["Properties"]["CorsConfiguration"]
+    assert cors["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowOrigins"}]}
