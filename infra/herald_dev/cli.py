@@ -7,6 +7,7 @@ herald keys create|list|rotate|revoke   service keys (a new key is printed once)
 herald ops events ...        blocked services, UNKNOWN jobs, and their resolution
 herald ops dlq ...           dead-letter queues: list, peek, redrive (order kept, resumable), purge
 herald ops confirms ...      confirms past their expiry or lease, failed pushes, and their repair
+herald ops preflight --stack NAME   SSM secrets, identity provider and provider ids of a stack
 """
 
 from __future__ import annotations
@@ -485,8 +486,23 @@ def _add_keys_parsers(commands: Any) -> None:
         _stack_options(command)
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    from herald_dev.preflight import preflight
+
+    if not args.stack:
+        print("error: preflight checks a deployed stack: pass --stack NAME", file=sys.stderr)
+        return 2
+    findings = preflight(args.stack, _client(args, "cloudformation"), _client(args, "ssm"))
+    for finding in findings:
+        print(json.dumps(finding.to_dict()))
+    return 0 if all(finding.ok for finding in findings) else 1
+
+
 def _add_ops_parsers(commands: Any) -> None:
     ops = commands.add_parser("ops", help="operators' commands").add_subparsers(dest="area", required=True)
+    check = ops.add_parser("preflight", help="what a deployed stack needs: SSM secrets, identity provider, ids")
+    _stack_options(check)
+    check.set_defaults(run=cmd_preflight)
     _add_dlq_parsers(ops)
     _add_confirms_parsers(ops)
     events = ops.add_parser("events", help="external events").add_subparsers(dest="command_name", required=True)

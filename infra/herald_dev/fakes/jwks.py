@@ -1,4 +1,5 @@
-"""A JWKS endpoint on loopback with an RSA key it can sign tokens with: the identity provider, faked."""
+"""An identity provider on loopback: its OpenID discovery document (`/.well-known/openid-configuration`, naming
+its issuer and key set), and a JWKS with an RSA and an EC key it can sign tokens with."""
 
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ EC_KEY_ID = "test-ec-key"
 
 
 class FakeJwks:
-    def __init__(self, issuer: str = "https://idp.test/", audience: str = "herald", key_id: str = "test-key") -> None:
-        self.issuer = issuer
+    def __init__(self, issuer: str | None = None, audience: str = "herald", key_id: str = "test-key") -> None:
         self.audience = audience
         self.key_id = key_id
         self.requests = 0
@@ -30,23 +30,32 @@ class FakeJwks:
         self._document = json.dumps({"keys": [public, ec_public]}).encode()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.issuer = issuer or f"{self.base_url}/"
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/.well-known/jwks.json"
+        return f"{self.base_url}/.well-known/jwks.json"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                fake.requests += 1
+                if self.path.endswith("/.well-known/openid-configuration"):
+                    body = json.dumps({"issuer": fake.issuer, "jwks_uri": fake.url}).encode()
+                else:
+                    fake.requests += 1
+                    body = fake._document
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(fake._document)))
+                self.send_header("content-length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(fake._document)
+                self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

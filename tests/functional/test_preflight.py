@@ -1,0 +1,100 @@
+"""`herald ops preflight --stack NAME` reads the stack's parameters and says, one line each, what a deploy
+still needs: SSM SecureStrings, a real identity provider with an RSA key set, the provider ids."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from herald_dev.cli import main
+from herald_dev.fakes.jwks import FakeJwks
+
+STACK = "herald-prod"
+
+
+@pytest.fixture
+def jwks() -> Iterator[FakeJwks]:
+    fake = FakeJwks().start()
+    yield fake
+    fake.stop()
+
+
+def _stack(parameters: dict[str, str]) -> None:
+    template = {
+        "Parameters": {name: {"Type": "String"} for name in parameters},
+        "Resources": {"Marker": {"Type": "AWS::SQS::Queue"}},
+    }
+    boto3.client("cloudformation").create_stack(
+        StackName=STACK,
+        TemplateBody=yaml.safe_dump(template),
+        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
+    )
+
+
+def _run(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, dict[str, Any]]]:
+    code = main(["ops", "preflight", "--stack", STACK, "--region", "us-east-1"])
+    findings = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return code, {finding["check"]: finding for finding in findings}
+
+
+def _parameters(issuer: str) -> dict[str, str]:
+    return {
+        "JwtIssuer": issuer,
+        "JwtAudience": "herald",
+        "TencentImSecretKeyParameter": "herald/prod/tencent-im-secret-key",
+        "FeishuAppSecretParameter": "herald/prod/feishu-app-secret",
+        "TencentImSdkAppId": "1400000000",
+        "FeishuAppId": "cli_a1b2",
+    }
+
+
+def test_a_ready_stack_passes_every_check(jwks: FakeJwks, capsys: pytest.CaptureFixture[str]) -> None:
+    with mock_aws():
+        _stack(_parameters(jwks.issuer))
+        ssm = boto3.client("ssm")
+        for name in ("tencent-im-secret-key", "feishu-app-secret"):
+            ssm.put_parameter(Name=f"/herald/prod/{name}", Type="SecureString", Value="s3cret")
+        code, findings = _run(capsys)
+    assert code == 0, findings
+    assert set(findings) == {
+        "stack",
+        "TencentImSecretKeyParameter",
+        "FeishuAppSecretParameter",
+        "JwtIssuer",
+        "JwtKeys",
+        "JwtAudience",
+        "TencentImSdkAppId",
+        "FeishuAppId",
+    }
+    assert all(finding["ok"] for finding in findings.values())
+    assert "s3cret" not in json.dumps(findings)
+
+
+def test_missing_secrets_placeholder_issuer_and_unset_ids_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    with mock_aws():
+        _stack({**_parameters("https://auth.example.invalid/"), "TencentImSdkAppId": "0", "FeishuAppId": "cli_unset"})
+        boto3.client("ssm").put_parameter(Name="/herald/prod/feishu-app-secret", Type="String", Value="in the clear")
+        code, findings = _run(capsys)
+    assert code == 1
+    failed = {check for check, finding in findings.items() if not finding["ok"]}
+    assert failed == {
+        "TencentImSecretKeyParameter",
+        "FeishuAppSecretParameter",
+        "JwtIssuer",
+        "TencentImSdkAppId",
+        "FeishuAppId",
+    }
+    assert "put-parameter" in findings["TencentImSecretKeyParameter"]["detail"]
+    assert "not a SecureString" in findings["FeishuAppSecretParameter"]["detail"]
+
+
+def test_an_unknown_stack_is_one_failed_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    with mock_aws():
+        code, findings = _run(capsys)
+    assert code == 1 and list(findings) == ["stack"]
