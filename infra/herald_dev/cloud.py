@@ -161,7 +161,7 @@ class LocalCloud:
             }
         )
         # Locally tokens are HS256 from `herald token`; issuer/audience/JWKS apply when configured explicitly.
-        unset = ["HERALD_JWT_JWKS_URL", "HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"]
+        unset = ["HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"]
         if self.providers is not None:
             merged.update(self.providers.environment)
             unset.extend(self.providers.unset)

@@ -230,8 +230,8 @@ class StreamEventSource:
                     failed_sequence(response, sequence_numbers) if self.settings.report_batch_item_failures else None
                 )
             except FunctionError as exc:
-                if self.settings.bisect_on_error and limit > 1:
-                    limit = (limit + 1) // 2  # splitting a batch does not count towards the retry quota
+                if self.settings.bisect_on_error and len(batch) > 1:
+                    limit = (len(batch) + 1) // 2  # splitting a batch does not count towards the retry quota
                     continue
                 attempts += 1
                 if self._exhausted(attempts):

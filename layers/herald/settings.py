@@ -49,13 +49,15 @@ class Settings:
 
     stage: str = "local"
 
-    # App-route authentication (CONTRACTS §0). HS256 is for local use; in AWS the JWKS URL is set.
+    # App-route authentication (CONTRACTS §0): in AWS the issuer and audience the HTTP API's JWT authorizer
+    # reads too (keys through the issuer's discovery document); HS256 with a secret only locally.
     jwt_hs256_secret: Secret | None = None
-    jwt_jwks_url: str | None = None
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_leeway_seconds: int = 30
     jwt_max_lifetime_seconds: int = 86_400  # a token whose `exp` is further away is refused
+    # The claim that names the tenant (e.g. `custom:app_code` in Cognito ID tokens, a namespaced URL in Auth0).
+    jwt_app_code_claim: str = "app_code"
     # Tokens without an `app_code` claim are refused, unless this names the tenant they belong to (an
     # identity provider that cannot add custom claims serves one tenant).
     jwt_default_app_code: str | None = None

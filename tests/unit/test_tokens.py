@@ -1,7 +1,10 @@
-"""JWT verification refuses every token that is not a live, correctly signed Herald token."""
+"""JWT verification refuses every token that is not a live, correctly signed Herald token; with an identity
+provider it applies the rules of API Gateway's JWT authorizer (one policy), to tokens shaped like Cognito's,
+Auth0's and Keycloak's."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -25,11 +28,13 @@ def jwks() -> Iterator[FakeJwks]:
     fake.stop()
 
 
-def _jwks_verifier(fake: FakeJwks, monkeypatch: pytest.MonkeyPatch) -> JwtVerifier:
+def _jwks_verifier(fake: FakeJwks, monkeypatch: pytest.MonkeyPatch, **env: str) -> JwtVerifier:
+    """The verifier as deployed: the issuer and audience the authorizer reads, keys by discovery."""
     monkeypatch.delenv("HERALD_JWT_HS256_SECRET")
-    monkeypatch.setenv("HERALD_JWT_JWKS_URL", fake.url)
     monkeypatch.setenv("HERALD_JWT_ISSUER", fake.issuer)
     monkeypatch.setenv("HERALD_JWT_AUDIENCE", fake.audience)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     return JwtVerifier(Settings.from_env())
 
 
@@ -83,7 +88,7 @@ def test_token_without_expiry_is_refused(verifier: JwtVerifier) -> None:
         verifier.verify(token)
 
 
-def test_jwks_signed_token_is_accepted_and_the_key_set_fetched_once(
+def test_provider_signed_token_is_accepted_and_the_key_set_fetched_once(
     jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     verifier = _jwks_verifier(jwks, monkeypatch)
@@ -99,7 +104,7 @@ def test_jwks_signed_token_is_accepted_and_the_key_set_fetched_once(
         ({"aud": "someone-else"}, "audience"),
     ],
 )
-def test_jwks_token_for_another_issuer_or_audience_is_refused(
+def test_provider_token_for_another_issuer_or_audience_is_refused(
     jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch, claims: dict[str, str], expected_refusal: str
 ) -> None:
     verifier = _jwks_verifier(jwks, monkeypatch)
@@ -107,15 +112,27 @@ def test_jwks_token_for_another_issuer_or_audience_is_refused(
         verifier.verify(jwks.sign({"sub": "10002", **claims}))
 
 
-def test_hs256_token_is_refused_when_only_jwks_is_configured(jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hs256_token_is_refused_when_an_identity_provider_is_configured(
+    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
+) -> None:
     verifier = _jwks_verifier(jwks, monkeypatch)
     with pytest.raises(Unauthorized):
         verifier.verify(make_token())
 
 
 def test_authorizer_claims_with_flattened_roles_are_read() -> None:
-    principal = principal_from_claims({"sub": "10002", "app_code": "lalu", "roles": "[admin developer]"}, None)
+    claims = {"sub": "10002", "app_code": "lalu", "roles": "[admin developer]", "exp": str(int(time.time()) + 60)}
+    principal = principal_from_claims(claims, get_settings())
     assert principal.roles == frozenset({"admin", "developer"})
+
+
+def test_authorizer_claims_are_held_to_the_same_lifetime_and_tenant_rules() -> None:
+    """API Gateway verified the signature; the function still applies Herald's own rules to its claims."""
+    now = int(time.time())
+    with pytest.raises(Unauthorized, match="longer"):
+        principal_from_claims({"sub": "10002", "app_code": "lalu", "exp": str(now + 10 * 86_400)}, get_settings())
+    with pytest.raises(Unauthorized, match="app_code"):
+        principal_from_claims({"sub": "10002", "exp": str(now + 60)}, get_settings())
 
 
 def test_es256_header_naming_an_rsa_key_is_unauthorized_not_a_crash(
@@ -127,11 +144,13 @@ def test_es256_header_naming_an_rsa_key_is_unauthorized_not_a_crash(
         verifier.verify(token)
 
 
-def test_es256_token_signed_by_an_ec_key_of_the_key_set_is_accepted(
+def test_es256_token_is_refused_because_the_authorizer_verifies_rsa_only(
     jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Regression: the function accepted ES256 tokens the HTTP API's authorizer refuses (HTTP 401, WebSocket 200)."""
     verifier = _jwks_verifier(jwks, monkeypatch)
-    assert verifier.verify(jwks.sign({"sub": "10002", "app_code": "lalu"}, algorithm="ES256")).user_id == "10002"
+    with pytest.raises(Unauthorized, match="algorithm"):
+        verifier.verify(jwks.sign({"sub": "10002", "app_code": "lalu"}, algorithm="ES256"))
 
 
 def test_jwks_token_without_kid_is_refused(jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,3 +171,59 @@ def test_jwks_token_without_issuer_or_audience_claim_is_refused(
         claims.pop(missing)
         with pytest.raises(Unauthorized):
             verifier.verify(pyjwt.encode(claims, jwks._private, algorithm="RS256", headers={"kid": jwks.key_id}))
+
+
+# ------------------------------------------------------------------ tokens shaped like real identity providers
+def test_cognito_access_token_with_client_id_and_no_aud_is_accepted(
+    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the authorizer accepts `client_id` without `aud`; the function required `aud`."""
+    verifier = _jwks_verifier(jwks, monkeypatch, HERALD_JWT_DEFAULT_APP_CODE="lalu")
+    claims = {"sub": "3f1c2b6e-0d4a-4c8e-9b1a-7e2f5d9c0a11", "client_id": jwks.audience, "token_use": "access"}
+    assert verifier.verify(_strip_aud(jwks.sign(claims), jwks)).user_id == claims["sub"]
+
+
+def test_cognito_id_token_names_its_tenant_in_a_custom_attribute(
+    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verifier = _jwks_verifier(jwks, monkeypatch, HERALD_JWT_APP_CODE_CLAIM="custom:app_code")
+    token = jwks.sign({"sub": "3f1c2b6e-0d4a", "custom:app_code": "acme", "token_use": "id"})
+    assert verifier.verify(token).app_code == "acme"
+
+
+def test_auth0_token_with_an_audience_list_and_a_namespaced_tenant_claim_is_accepted(
+    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verifier = _jwks_verifier(jwks, monkeypatch, HERALD_JWT_APP_CODE_CLAIM="https://herald.example/app_code")
+    claims = {
+        "sub": "google-oauth2|108204268033311374519",
+        "aud": [jwks.audience, "https://tenant.auth0.com/userinfo"],
+        "https://herald.example/app_code": "lalu",
+        "azp": "spa-client",
+    }
+    assert verifier.verify(jwks.sign(claims)).user_id == "google-oauth2|108204268033311374519"
+
+
+def test_keycloak_token_with_azp_and_an_audience_list_is_accepted(
+    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verifier = _jwks_verifier(jwks, monkeypatch)
+    claims = {"sub": "0b6ad4b4-9f0e-4d4e", "aud": ["account", jwks.audience], "azp": "herald-app", "app_code": "lalu"}
+    assert verifier.verify(jwks.sign(claims, algorithm="RS384")).app_code == "lalu"
+
+
+def test_token_whose_client_id_and_aud_are_both_someone_elses_is_refused(
+    jwks: FakeJwks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verifier = _jwks_verifier(jwks, monkeypatch)
+    with pytest.raises(Unauthorized, match="audience"):
+        verifier.verify(_strip_aud(jwks.sign({"sub": "u1", "app_code": "lalu", "client_id": "other-app"}), jwks))
+
+
+def _strip_aud(token: str, fake: FakeJwks) -> str:
+    """The same token re-signed without `aud` (as Cognito issues access tokens)."""
+    import jwt as pyjwt
+
+    claims = pyjwt.decode(token, options={"verify_signature": False})
+    claims.pop("aud", None)
+    return pyjwt.encode(claims, fake._private, algorithm="RS256", headers={"kid": fake.key_id})

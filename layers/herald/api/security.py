@@ -36,7 +36,7 @@ def current_principal(request: Request) -> Principal:
     """The app user, counted against its own rate limit."""
     claims = _authorizer_claims(request)
     if claims is not None:
-        principal = principal_from_claims(claims, get_settings().jwt_default_app_code)
+        principal = principal_from_claims(claims, get_settings())
     else:
         principal = jwt_verifier().verify(_bearer(request))
     rate_limiter().check(user_limit(), f"{principal.app_code}#{principal.user_id}")

@@ -1,15 +1,19 @@
-"""App-user JWT verification (CONTRACTS §0).
+"""App-user JWT verification (CONTRACTS §0): one token policy for API Gateway and the function.
 
-In AWS the API Gateway JWT authorizer has already validated the token and the claims arrive in the
-request context; `principal_from_claims` reads them. Wherever no authorizer context is present (locally,
-or a route misconfigured without the authorizer) `JwtVerifier` checks the token itself: HS256 with a
-configured secret, or RS256/ES256 against a configured JWKS. The policy, every breach a 401:
+In AWS the HTTP API's JWT authorizer has already validated the token and the claims arrive in the request
+context; `principal_from_claims` reads them. Wherever no authorizer context is present (the WebSocket
+`$connect`, locally, a route without the authorizer) `JwtVerifier` checks the token itself, by the same
+rules the authorizer applies (API Gateway developer guide, "Authorizing API requests" with a JWT
+authorizer), read from the same two settings, `JwtIssuer` and `JwtAudience`:
 
-* the header's `alg` must be one the key's type signs with (RSA: RS256/384/512; EC: the curve's ES256 or
-  ES384; HS256 only with the local secret); `alg: none` never; with a JWKS the header must name a `kid`;
-* `exp` and `sub` are required, and `iss`/`aud` whenever an issuer/audience is configured (always in AWS);
-* a token may live at most `jwt_max_lifetime_seconds` from now (no 100-year tokens);
-* `app_code` is required, unless `jwt_default_app_code` maps tokens without one to a tenant.
+* keys come from the issuer's `/.well-known/openid-configuration` → `jwks_uri`, as the authorizer finds them;
+* RSA only (RS256/RS384/RS512), with a `kid` naming a key of that set (the authorizer verifies nothing else);
+* `iss` equals the issuer; `aud` **or** `client_id` equals the audience (Cognito access tokens carry only
+  `client_id`); `exp` in the future, `nbf`/`iat` in the past.
+
+Herald adds, on both paths where it can: a token lives at most `jwt_max_lifetime_seconds` from now, and its
+tenant comes from the `jwt_app_code_claim` claim (or `jwt_default_app_code`); `sub` is the user id. Locally,
+without an issuer, HS256 with the development secret is accepted instead. Every breach is a 401.
 
 PyJWT (and the `cryptography` it loads, ~140 ms) is imported on first use: in AWS the HTTP function reads
 the authorizer's claims and never needs it.
@@ -17,8 +21,10 @@ the authorizer's claims and never needs it.
 
 from __future__ import annotations
 
+import json
 import re
 import time
+import urllib.request
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,28 +36,28 @@ if TYPE_CHECKING:
     import jwt
     from jwt.types import Options
 
-_USER_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_USER_ID = re.compile(r"[A-Za-z0-9_.:|@-]{1,128}")  # Cognito UUIDs, Auth0's `provider|id`, Keycloak UUIDs
 _APP_CODE = re.compile(r"^[a-z0-9_-]{1,32}$")
-# Which header algorithms each JWK key type (and EC curve) may sign with.
-_ALGORITHMS_BY_KEY = {
-    ("RSA", None): frozenset({"RS256", "RS384", "RS512"}),
-    ("EC", "P-256"): frozenset({"ES256"}),
-    ("EC", "P-384"): frozenset({"ES384"}),
-}
+RSA_ALGORITHMS = ["RS256", "RS384", "RS512"]  # what API Gateway's JWT authorizer verifies
+DISCOVERY_PATH = "/.well-known/openid-configuration"
 
 
-def principal_from_claims(claims: Mapping[str, Any], default_app_code: str | None) -> Principal:
-    """Build the principal from verified claims; malformed identity claims are rejected, not trusted."""
+def principal_from_claims(claims: Mapping[str, Any], settings: Settings) -> Principal:
+    """Build the principal from verified claims (the authorizer's, flattened to strings, or our own);
+    malformed identity claims and over-long lifetimes are rejected, not trusted."""
     user_id = claims.get("sub")
-    app_code = claims.get("app_code")
-    if app_code is None or app_code == "":
-        app_code = default_app_code
+    app_code = claims.get(settings.jwt_app_code_claim) or settings.jwt_default_app_code
     if not isinstance(user_id, str) or not _USER_ID.fullmatch(user_id):
         raise Unauthorized("token subject is malformed")
     if not isinstance(app_code, str) or not _APP_CODE.fullmatch(app_code):
         raise Unauthorized("token app_code is missing or malformed")
-    expires = claims.get("exp")
-    expires_at_ms = int(expires) * 1000 if isinstance(expires, int | str) and str(expires).isdigit() else None
+    expires = str(claims.get("exp", ""))
+    expires_at_ms = int(expires) * 1000 if expires.isascii() and expires.isdigit() else None
+    if expires_at_ms is None:
+        raise Unauthorized("token has no expiry")
+    allowed = settings.jwt_max_lifetime_seconds + settings.jwt_leeway_seconds
+    if expires_at_ms / 1000 - time.time() > allowed:
+        raise Unauthorized(f"token lives longer than {settings.jwt_max_lifetime_seconds} s")
     return Principal(user_id=user_id, app_code=app_code, roles=_roles(claims.get("roles")), expires_at_ms=expires_at_ms)
 
 
@@ -72,27 +78,20 @@ class JwtVerifier:
         self._jwks: jwt.PyJWKClient | None = None
 
     def verify(self, token: str) -> Principal:
-        claims = self._decode(token)
-        lifetime = claims["exp"] - time.time()
-        if lifetime > self._settings.jwt_max_lifetime_seconds + self._settings.jwt_leeway_seconds:
-            raise Unauthorized(f"token lives longer than {self._settings.jwt_max_lifetime_seconds} s")
-        return principal_from_claims(claims, self._settings.jwt_default_app_code)
+        return principal_from_claims(self._decode(token), self._settings)
 
     def _decode(self, token: str) -> dict[str, Any]:
         import jwt
 
         settings = self._settings
-        required = ["exp", "sub"]
-        required += ["iss"] if settings.jwt_issuer else []
-        required += ["aud"] if settings.jwt_audience else []
-        options: Options = {"require": required, "verify_aud": settings.jwt_audience is not None}
         try:
             key, algorithms = self._key_for(token)
-            return jwt.decode(
+            options: Options = {"require": ["exp", "sub", *(["iss"] if settings.jwt_issuer else [])]}
+            options["verify_aud"] = False  # `aud` or `client_id`, checked below as the authorizer does
+            claims: dict[str, Any] = jwt.decode(
                 token,
                 key=key,
                 algorithms=algorithms,
-                audience=settings.jwt_audience,
                 issuer=settings.jwt_issuer,
                 leeway=settings.jwt_leeway_seconds,
                 options=options,
@@ -101,27 +100,48 @@ class JwtVerifier:
             raise Unauthorized("token expired") from exc
         except (jwt.PyJWTError, ValueError, TypeError, KeyError) as exc:
             raise Unauthorized("token invalid") from exc
+        if settings.jwt_audience and not _for_audience(claims, settings.jwt_audience):
+            raise Unauthorized("token is for another audience")
+        return claims
 
     def _key_for(self, token: str) -> tuple[Any, list[str]]:
-        """The key to verify with and the one algorithm allowed for it (never the header's word alone)."""
+        """The key to verify with and the algorithms allowed for it (never the header's word alone)."""
         import jwt
 
         settings = self._settings
         header = jwt.get_unverified_header(token)
-        header_alg = header.get("alg")
-        if settings.jwt_jwks_url and header_alg != "HS256":
+        if settings.jwt_issuer:
+            if header.get("alg") not in RSA_ALGORITHMS:
+                raise Unauthorized("token algorithm not accepted: RS256, RS384 or RS512")
             kid = header.get("kid")
             if not isinstance(kid, str) or not kid:
                 raise Unauthorized("token header names no kid")
-            if self._jwks is None:
-                self._jwks = jwt.PyJWKClient(settings.jwt_jwks_url, cache_keys=True, lifespan=600, timeout=3)
-            signing_key = self._jwks.get_signing_key(kid)
-            crv = signing_key._jwk_data.get("crv") if signing_key.key_type == "EC" else None
-            if header_alg not in _ALGORITHMS_BY_KEY.get((str(signing_key.key_type), crv), frozenset()):
-                raise Unauthorized("token algorithm does not match its key")
-            return signing_key.key, [str(header_alg)]
-        if settings.jwt_hs256_secret is not None and header_alg == "HS256":
-            return settings.jwt_hs256_secret.get_secret_value(), ["HS256"]
-        if not settings.jwt_jwks_url and settings.jwt_hs256_secret is None:
-            raise ConfigurationError("no JWT verification key configured")
-        raise Unauthorized("token algorithm not accepted")
+            signing_key = self._key_set().get_signing_key(kid)
+            if signing_key.key_type != "RSA":
+                raise Unauthorized("token's key is not an RSA key")
+            return signing_key.key, RSA_ALGORITHMS
+        if settings.jwt_hs256_secret is None:
+            raise ConfigurationError("no JWT issuer (or local secret) configured")
+        if header.get("alg") != "HS256":
+            raise Unauthorized("token algorithm not accepted")
+        return settings.jwt_hs256_secret.get_secret_value(), ["HS256"]
+
+    def _key_set(self) -> jwt.PyJWKClient:
+        """The issuer's key set, found through its discovery document as the authorizer finds it."""
+        import jwt
+
+        if self._jwks is None:
+            discovery_url = str(self._settings.jwt_issuer).rstrip("/") + DISCOVERY_PATH
+            try:
+                with urllib.request.urlopen(discovery_url, timeout=3) as response:  # noqa: S310 - configured IdP
+                    jwks_uri = str(json.loads(response.read())["jwks_uri"])
+            except (OSError, ValueError, KeyError) as exc:
+                raise Unauthorized("the identity provider's key set cannot be found") from exc
+            self._jwks = jwt.PyJWKClient(jwks_uri, cache_keys=True, lifespan=600, timeout=3)
+        return self._jwks
+
+
+def _for_audience(claims: Mapping[str, Any], audience: str) -> bool:
+    aud = claims.get("aud")
+    audiences = aud if isinstance(aud, list) else [aud]
+    return audience in audiences or claims.get("client_id") == audience
