@@ -14,6 +14,9 @@ from herald.errors import Unauthorized
 from herald.limits.wiring import key_limit, rate_limiter, user_limit
 from herald.settings import get_settings
 
+# How a service route documents its `app_code`.
+TENANT = "the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)"
+
 
 def _bearer(request: Request) -> str:
     header = request.headers.get("authorization", "")

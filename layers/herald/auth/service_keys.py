@@ -24,12 +24,13 @@ from herald.auth.models import ServiceCaller, ServiceKeyRecord
 from herald.clock import Clock, now_ms
 from herald.errors import InvalidArgument, NotFound, PermissionDenied, Unauthorized
 from herald.events.models import RECEIVE_ID_TYPES
+from herald.ids import APP_CODE_PATTERN
 
 KEY_PREFIX = "hk"
 _KEY = re.compile(r"hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
 _SERVICE_ID = re.compile(r"[a-z][a-z0-9_-]{1,63}")
 _CAPABILITY = re.compile(r"/[A-Za-z0-9_/-]*")
-_APP_CODE = re.compile(r"[a-z0-9_-]{1,32}")
+_APP_CODE = re.compile(APP_CODE_PATTERN)
 # Compared against when the key id is unknown, so a miss costs the same as a wrong secret.
 _DUMMY_HASH = hashlib.sha256(b"herald-no-such-key").hexdigest()
 

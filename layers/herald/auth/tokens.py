@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from herald.auth.models import Principal
 from herald.errors import ConfigurationError, Unauthorized
+from herald.ids import APP_CODE_PATTERN
 from herald.settings import Settings
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from jwt.types import Options
 
 _USER_ID = re.compile(r"[A-Za-z0-9_.:|@-]{1,128}")  # Cognito UUIDs, Auth0's `provider|id`, Keycloak UUIDs
-_APP_CODE = re.compile(r"^[a-z0-9_-]{1,32}$")
+_APP_CODE = re.compile(APP_CODE_PATTERN)
 RSA_ALGORITHMS = ["RS256", "RS384", "RS512"]  # what API Gateway's JWT authorizer verifies
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 

@@ -13,6 +13,7 @@ from herald.api.security import CurrentPrincipal, CurrentService
 from herald.confirms.models import Action, view
 from herald.confirms.service import MAX_BATCH, MAX_PAGE
 from herald.confirms.wiring import confirms, deliveries
+from herald.ids import APP_CODE_PATTERN
 
 router = APIRouter(prefix="/api/v1/message/action-confirms", tags=["action confirms"])
 
@@ -120,7 +121,7 @@ def confirm_deliveries(
     request: Request,
     confirm_id: str,
     caller: CurrentService,
-    app_code: Annotated[str | None, Query(pattern=r"^[a-z0-9_-]{1,32}$")] = None,
+    app_code: Annotated[str | None, Query(pattern=APP_CODE_PATTERN)] = None,
 ) -> Envelope[ConfirmDeliveries]:
     """For operators and support: where a confirm's IM pushes stand (sent at, attempts, last error)."""
     app_code = caller.tenant(app_code)

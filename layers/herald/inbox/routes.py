@@ -9,8 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
 from herald.api.input import FreeFormJson
-from herald.api.security import CurrentPrincipal, CurrentService
+from herald.api.security import TENANT, CurrentPrincipal, CurrentService
 from herald.auth.models import Principal
+from herald.ids import APP_CODE_PATTERN
 from herald.inbox.models import Kind, view
 from herald.inbox.service import MAX_PAGE, Incoming
 from herald.inbox.wiring import inbox
@@ -19,16 +20,11 @@ from herald.observability import metrics
 producer_router = APIRouter(prefix="/internal/v1/inbox", tags=["inbox producers"])
 router = APIRouter(prefix="/api/v1/inbox", tags=["inbox"])
 
-APP_CODE = r"^[a-z0-9_-]{1,32}$"
-
-
-TENANT = "the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)"
-
 
 class NotificationIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    app_code: str | None = Field(default=None, pattern=APP_CODE, description=TENANT)
+    app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
     user_id: str | None = Field(default=None, max_length=20)
     kind: Kind
     session_id: str = Field(min_length=1, max_length=128)
@@ -46,7 +42,7 @@ class NotificationIn(BaseModel):
 class ResolveIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    app_code: str | None = Field(default=None, pattern=APP_CODE, description=TENANT)
+    app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
     user_id: str = Field(min_length=1, max_length=20)
     kind: Kind
     session_id: str = Field(min_length=1, max_length=128)

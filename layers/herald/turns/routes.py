@@ -10,7 +10,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
-from herald.api.security import CurrentPrincipal, CurrentService
+from herald.api.security import TENANT, CurrentPrincipal, CurrentService
+from herald.ids import APP_CODE_PATTERN
 from herald.turns.models import ROLE_RANK, AgentTurns, SessionStatus
 from herald.turns.service import EngineCaller
 from herald.turns.wiring import turn_service
@@ -65,14 +66,10 @@ class EventsOut(BaseModel):
     next_after_seq: int = Field(description="pass as after_seq to read on (the last seq returned, or the same)")
 
 
-APP_CODE = r"^[a-z0-9_-]{1,32}$"
-TENANT = "the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)"
-
-
 class SessionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    app_code: str | None = Field(default=None, pattern=APP_CODE, description=TENANT)
+    app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
     members: dict[str, str] = Field(max_length=MAX_MEMBERS, description="user id -> role")
     agents: list[str] = Field(max_length=MAX_AGENTS)
     status: SessionStatus
@@ -208,7 +205,7 @@ def turn_step(
     turn_id: Identifier,
     step: Literal["finish", "suspend", "resume"],
     caller: CurrentService,
-    app_code: Annotated[str | None, Query(pattern=APP_CODE, description=TENANT)] = None,
+    app_code: Annotated[str | None, Query(pattern=APP_CODE_PATTERN, description=TENANT)] = None,
 ) -> Envelope[TurnStateOut]:
     service = turn_service()
     moves = {"finish": service.finish, "suspend": service.suspend, "resume": service.resume}
