@@ -85,6 +85,24 @@ def is_transaction_cancelled(exc: Exception) -> bool:
     return isinstance(response, dict) and response.get("Error", {}).get("Code") == "TransactionCanceledException"
 
 
+THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+
+
+def cancellation_reasons(exc: Exception) -> list[str]:
+    response = getattr(exc, "response", None)
+    reasons = response.get("CancellationReasons", []) if isinstance(response, dict) else []
+    return [str(reason.get("Code")) for reason in reasons]
+
+
+def is_throttled(exc: Exception) -> bool:
+    """DynamoDB said "not now" (over capacity or request rate), for a request or inside a transaction."""
+    response = getattr(exc, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return code in THROTTLING_CODES or (
+        code == "TransactionCanceledException" and "ThrottlingError" in cancellation_reasons(exc)
+    )
+
+
 def cancelled_on(exc: Exception, index: int) -> bool:
     """True when a cancelled transaction failed the condition of its item at `index`."""
     response = getattr(exc, "response", None)

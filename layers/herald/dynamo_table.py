@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from herald import aws
-from herald.dynamo import from_item, to_attr
+from herald.dynamo import cancellation_reasons, from_item, to_attr
 from herald.errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -19,10 +19,11 @@ if TYPE_CHECKING:
 _CONFLICT_RETRIES = 8
 
 
-def _conflicted(exc: ClientError) -> bool:
-    """Cancelled only because another transaction held one of the items (worth retrying as it is)."""
-    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-    return "TransactionConflict" in reasons and not {"ConditionalCheckFailed"} & set(reasons)
+def _worth_retrying(exc: ClientError) -> bool:
+    """Cancelled only because another transaction held one of the items, or DynamoDB throttled it: worth
+    trying again as it is (a failed condition never is)."""
+    reasons = set(cancellation_reasons(exc))
+    return bool({"TransactionConflict", "ThrottlingError"} & reasons) and "ConditionalCheckFailed" not in reasons
 
 
 class DynamoTable:
@@ -40,14 +41,14 @@ class DynamoTable:
         return from_item(item) if item else None
 
     def _transact(self, items: list[TransactWriteItemTypeDef]) -> None:
-        """TransactWriteItems, retried (jittered) while it only lost a race for an item with another one;
-        a failed condition is raised to the caller as TransactionCanceledException."""
+        """TransactWriteItems, retried (jittered) while it only lost a race for an item with another one or
+        was throttled; a failed condition is raised to the caller as TransactionCanceledException."""
         for attempt in range(_CONFLICT_RETRIES):
             try:
                 self._ddb.transact_write_items(TransactItems=items)
                 return
             except ClientError as exc:
-                if not _conflicted(exc) or attempt == _CONFLICT_RETRIES - 1:
+                if not _worth_retrying(exc) or attempt == _CONFLICT_RETRIES - 1:
                     raise
                 time.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311 - jitter, not secrecy
 

@@ -48,6 +48,16 @@ class RateLimited(HeraldError):
         self.retry_after_s = retry_after_s
 
 
+class Unavailable(HeraldError):
+    """Herald's own store is over capacity right now (throttled after its retries): try again shortly."""
+
+    code = "UNAVAILABLE"
+
+    def __init__(self, message: str, *, retry_after_s: int = 1) -> None:
+        super().__init__(message, reason="throttled")
+        self.retry_after_s = retry_after_s
+
+
 class UpstreamError(HeraldError):
     code = "UPSTREAM_ERROR"
 

@@ -136,7 +136,7 @@ def test_unexpected_error_is_a_500_envelope_without_details(aws: LocalStack) -> 
 def test_openapi_documents_the_error_envelope_and_never_422(client: TestClient) -> None:
     spec = client.get("/api/v1/openapi.json").json()
     responses = spec["paths"]["/api/v1/role-invitations"]["post"]["responses"]
-    assert set(responses) == {"200", "400", "401", "409", "429"}
+    assert set(responses) == {"200", "400", "401", "409", "429", "503"}
     assert responses["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorEnvelope")
 
 
@@ -144,7 +144,7 @@ def test_each_operation_documents_only_the_errors_it_can_give(client: TestClient
     """So the fuzzer's status check can fail: no operation lists every status, none lists a 500."""
     paths = client.get("/api/v1/openapi.json").json()["paths"]
     documented = {(method, path): set(op["responses"]) for path, ops in paths.items() for method, op in ops.items()}
-    assert documented[("get", "/api/v1/inbox/unread-count")] == {"200", "401", "429"}
-    assert documented[("get", "/internal/v1/whoami")] == {"200", "401", "403", "429"}
-    assert documented[("post", "/events/external")] == {"202", "400", "401", "403", "409", "429"}
+    assert documented[("get", "/api/v1/inbox/unread-count")] == {"200", "401", "429", "503"}
+    assert documented[("get", "/internal/v1/whoami")] == {"200", "401", "403", "429", "503"}
+    assert documented[("post", "/events/external")] == {"202", "400", "401", "403", "409", "429", "503"}
     assert not any("500" in statuses or "422" in statuses for statuses in documented.values())

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from botocore.exceptions import ClientError
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -16,7 +17,8 @@ from herald.api import health, identity
 from herald.api.envelope import error_response
 from herald.api.input import strict_json_body
 from herald.confirms import routes as confirm_routes
-from herald.errors import HeraldError, RateLimited
+from herald.dynamo import is_throttled
+from herald.errors import HeraldError, RateLimited, Unavailable
 from herald.events import routes as event_routes
 from herald.inbox import routes as inbox_routes
 from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
@@ -121,7 +123,7 @@ def create_app() -> FastAPI:
     @app.exception_handler(HeraldError)
     async def herald_error(request: Request, exc: HeraldError) -> Response:
         response = error_response(request, exc.code, exc.message, exc.reason, exc.details)
-        if isinstance(exc, RateLimited):
+        if isinstance(exc, RateLimited | Unavailable):
             response.headers["Retry-After"] = str(exc.retry_after_s)
         if response.status_code >= 500:
             logger.exception("request failed", code=exc.code, path=request.url.path)
@@ -137,6 +139,13 @@ def create_app() -> FastAPI:
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         code = _HTTP_CODES.get(exc.status_code, "INVALID_ARGUMENT" if exc.status_code < 500 else "INTERNAL")
         return error_response(request, code, str(exc.detail))
+
+    @app.exception_handler(ClientError)
+    async def aws_error(request: Request, exc: ClientError) -> Response:
+        """DynamoDB still throttling after every retry is 503 with Retry-After; anything else is a fault."""
+        if is_throttled(exc):
+            return await herald_error(request, Unavailable("Herald is busy; try again shortly"))
+        return await unexpected_error(request, exc)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> Response:

@@ -21,6 +21,7 @@ STATUS_BY_CODE = {
     "RATE_LIMITED": 429,
     "INTERNAL": 500,
     "UPSTREAM_ERROR": 502,
+    "UNAVAILABLE": 503,
 }
 
 
@@ -52,8 +53,9 @@ def errors(*codes: str) -> dict[int | str, dict[str, Any]]:
 
 
 # What every route behind a credential can answer, whatever it does.
-APP = ("UNAUTHORIZED", "RATE_LIMITED")  # a JWT: missing/invalid; the user's rate limit
-SERVICE = ("UNAUTHORIZED", "PERMISSION_DENIED", "RATE_LIMITED")  # a key: invalid; lacks the route; its limit
+# (UNAVAILABLE: DynamoDB still throttling after the retries.)
+APP = ("UNAUTHORIZED", "RATE_LIMITED", "UNAVAILABLE")  # a JWT: missing/invalid; the user's rate limit
+SERVICE = ("UNAUTHORIZED", "PERMISSION_DENIED", "RATE_LIMITED", "UNAVAILABLE")  # a key: invalid; no route; limit
 
 
 def request_id_of(request: Request) -> str:
