@@ -83,3 +83,12 @@ def test_the_real_template_lists_every_function_with_code_on_disk() -> None:
         props = stack.function_properties(logical_id)
         assert (REPO / props["CodeUri"] / "app.py").is_file(), logical_id
         assert props["Runtime"] == "python3.11"
+
+
+def test_every_fifo_queue_a_function_sends_to_runs_in_high_throughput_mode() -> None:
+    """Order and deduplication per message group is all Herald relies on (each send names its group)."""
+    resources = load_template(REPO / "template.yaml")["Resources"]
+    for name in ("ImPushQueue", "EventsQueue", "TurnsQueue"):
+        properties = resources[name]["Properties"]
+        assert properties["DeduplicationScope"] == "messageGroup", name
+        assert properties["FifoThroughputLimit"] == "perMessageGroupId", name
