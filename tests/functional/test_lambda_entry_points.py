@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import boto3
@@ -16,7 +17,10 @@ from tests.support.tokens import make_token
 
 def test_http_function_takes_the_user_from_authorizer_claims_not_headers(aws: LocalStack) -> None:
     handler = load_function("http_api").handler
-    response = handler(load_event("http_api/get_me_with_authorizer.json"), FakeLambdaContext())
+    event: dict[str, Any] = load_event("http_api/get_me_with_authorizer.json")
+    # A live token: the function holds the authorizer's claims to the maximum lifetime too.
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["exp"] = str(int(time.time()) + 600)
+    response = handler(event, FakeLambdaContext())
     body = json.loads(response["body"])
     assert response["statusCode"] == 200
     assert body["data"] == {"user_id": "10002", "app_code": "lalu", "roles": ["developer"]}
