@@ -15,6 +15,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from herald.auth.tokens import DISCOVERY_PATH
+
 PLACEHOLDER_ISSUER = "https://auth.example.invalid/"
 SETTLED = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE")
 
@@ -67,7 +69,7 @@ def _secure_string(ssm: Any, key: str, name: str) -> Finding:
 def _identity_provider(issuer: str, audience: str) -> list[Finding]:
     if not issuer or issuer == PLACEHOLDER_ISSUER:
         return [Finding("JwtIssuer", False, f"JwtIssuer is the placeholder {issuer!r}: set your identity provider's")]
-    discovery_url = issuer.rstrip("/") + "/.well-known/openid-configuration"
+    discovery_url = issuer.rstrip("/") + DISCOVERY_PATH
     try:
         discovery = _fetch_json(discovery_url)
         keys = _fetch_json(discovery["jwks_uri"]).get("keys", [])

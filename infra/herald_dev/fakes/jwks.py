@@ -13,6 +13,8 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
+from herald.auth.tokens import DISCOVERY_PATH
+
 EC_KEY_ID = "test-ec-key"
 
 
@@ -46,7 +48,7 @@ class FakeJwks:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path.endswith("/.well-known/openid-configuration"):
+                if self.path.endswith(DISCOVERY_PATH):
                     body = json.dumps({"issuer": fake.issuer, "jwks_uri": fake.url}).encode()
                 else:
                     fake.requests += 1
