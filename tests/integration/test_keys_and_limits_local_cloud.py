@@ -40,7 +40,7 @@ def test_keys_are_created_listed_rotated_and_revoked_with_the_cli(cloud: LocalCl
     assert whoami(cloud, old).json()["data"]["app_codes"] == ["acme"]
     (listed,) = [json.loads(line) for line in keys_cli(cloud, "list", "--service", service).splitlines()]
     assert listed["key_id"] == old_id and listed["capabilities"] == ["/internal/v1"]
-    assert "secret_hash" not in listed and old.split("_")[2] not in json.dumps(listed)
+    assert "secret_hash" not in listed and old.split("_", 2)[2] not in json.dumps(listed)
     eventually(lambda: _assert(json.loads(keys_cli(cloud, "list", "--service", service))["last_used_at_ms"]))
 
     new = keys_cli(cloud, "rotate", old_id).strip()
