@@ -297,7 +297,7 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
 
     sqs = _client(args, "sqs")
     for dlq in _dead_letter_queue(args):
-        print(json.dumps(describe(sqs, dlq, now_ms())))
+        print(json.dumps(describe(sqs, dlq, now_ms(), wait_s=args.wait)))
     return 0
 
 
@@ -305,8 +305,15 @@ def cmd_dlq_peek(args: argparse.Namespace) -> int:
     from herald_dev.dlq import peek, peeked_view
 
     (dlq,) = _dead_letter_queue(args, args.dlq)
-    for message in peek(_client(args, "sqs"), dlq, args.max):
+    seen = peek(_client(args, "sqs"), dlq, args.max, wait_s=args.wait)
+    for message in seen.messages:
         print(json.dumps(peeked_view(message), ensure_ascii=False))
+    print(f"# {len(seen.messages)} shown of {seen.depth} in {dlq.logical_id}", file=sys.stderr)
+    if seen.not_shown and len(seen.messages) < args.max:
+        print(
+            f"# {seen.not_shown} not shown: in flight elsewhere, or behind the shown ones of their FIFO group",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -318,13 +325,15 @@ def cmd_dlq_redrive(args: argparse.Namespace) -> int:
     if not dlq.redrivable:
         return _refused_text(f"{dlq.logical_id} holds {dlq.kind}: nothing to send back (see README, Operating)")
     if not args.execute:
-        print(json.dumps({"dry_run": True, **plan(sqs, dlq, args.max)}))
+        print(json.dumps({"dry_run": True, **plan(sqs, dlq, args.max, wait_s=args.wait)}))
         print("# nothing moved: add --execute to redrive", file=sys.stderr)
         return 0
     journal_path = Path(
         args.journal or REPO_ROOT / ".herald" / "redrive" / f"{args.stack or 'local'}-{dlq.logical_id}.json"
     )
-    redrive = Redrive(sqs, dlq, Journal.open(journal_path), rate_per_s=args.rate, visibility_s=args.visibility)
+    redrive = Redrive(
+        sqs, dlq, Journal.open(journal_path), rate_per_s=args.rate, visibility_s=args.visibility, wait_s=args.wait
+    )
     print(json.dumps({"dlq": dlq.logical_id, "to": dlq.source_logical_id, **redrive.run(args.max).as_dict()}))
     return 0
 
@@ -347,14 +356,29 @@ def _refused_text(message: str) -> int:
     return 2
 
 
+def _wait_option(parser: Any) -> None:
+    from herald_dev.dlq import WAIT_SECONDS
+
+    parser.add_argument(
+        "--wait",
+        type=int,
+        default=WAIT_SECONDS,
+        choices=range(21),
+        metavar="0-20",
+        help=f"seconds each receive waits for messages (long polling; default {WAIT_SECONDS})",
+    )
+
+
 def _add_dlq_parsers(ops: Any) -> None:
     dlq = ops.add_parser("dlq", help="dead-letter queues").add_subparsers(dest="dlq_command", required=True)
     listing = dlq.add_parser("list", help="every DLQ: depth, oldest message age, source")
+    _wait_option(listing)
     _stack_options(listing)
     listing.set_defaults(run=cmd_dlq_list)
     peek = dlq.add_parser("peek", help="messages with their group, receive count and failure reason (left in place)")
     peek.add_argument("dlq", help="its logical id, e.g. EventsDeadLetters")
     peek.add_argument("--max", type=int, default=10)
+    _wait_option(peek)
     _stack_options(peek)
     peek.set_defaults(run=cmd_dlq_peek)
     redrive = dlq.add_parser("redrive", help="plan (default) or move messages back to their queue, group order kept")
@@ -364,6 +388,7 @@ def _add_dlq_parsers(ops: Any) -> None:
     redrive.add_argument("--rate", type=float, default=10.0, help="messages per second")
     redrive.add_argument("--visibility", type=int, default=60, help="seconds a batch stays hidden while moved")
     redrive.add_argument("--journal", help="where progress is kept (default .herald/redrive/<stack>-<dlq>.json)")
+    _wait_option(redrive)
     _stack_options(redrive)
     redrive.set_defaults(run=cmd_dlq_redrive)
     purge = dlq.add_parser("purge", help="delete every message (asks first)")

@@ -86,8 +86,28 @@ def depth(sqs: Any, url: str) -> int:
     return sum(int(attributes[name]) for name in names)
 
 
-def describe(sqs: Any, dlq: DeadLetterQueue, now_ms: int) -> dict[str, Any]:
-    oldest = min((int(m["Attributes"]["SentTimestamp"]) for m in peek(sqs, dlq, 100)), default=None)
+# How long one receive waits for messages (long polling): a short poll asks only some of SQS's servers and
+# may come back empty while messages wait. 20 s is SQS's maximum.
+WAIT_SECONDS = 5
+
+
+@dataclass(frozen=True)
+class Peek:
+    """What a read of a DLQ saw, beside how many messages the queue held when it began."""
+
+    messages: list[dict[str, Any]]
+    depth: int
+
+    @property
+    def not_shown(self) -> int:
+        """Messages the read could not see: held by another reader, or (FIFO) waiting behind a message of
+        their group that this read held (SQS hands out a group's next message only after the one before)."""
+        return max(0, self.depth - len(self.messages))
+
+
+def describe(sqs: Any, dlq: DeadLetterQueue, now_ms: int, wait_s: int = WAIT_SECONDS) -> dict[str, Any]:
+    seen = peek(sqs, dlq, 100, wait_s=wait_s)
+    oldest = min((int(m["Attributes"]["SentTimestamp"]) for m in seen.messages), default=None)
     return {
         "dlq": dlq.logical_id,
         "kind": dlq.kind,
@@ -97,32 +117,39 @@ def describe(sqs: Any, dlq: DeadLetterQueue, now_ms: int) -> dict[str, Any]:
     }
 
 
-def peek(sqs: Any, dlq: DeadLetterQueue, limit: int, visibility_s: int = 20) -> list[dict[str, Any]]:
-    """Up to `limit` messages, in the order the queue hands them out, left in the queue (made visible again)."""
+def peek(sqs: Any, dlq: DeadLetterQueue, limit: int, visibility_s: int = 30, wait_s: int = WAIT_SECONDS) -> Peek:
+    """Up to `limit` messages, in the order the queue hands them out, left in the queue (made visible again).
+    A FIFO group shows as many of its messages as SQS hands out in one receive (up to 10): the ones behind
+    them stay hidden while those are held, and are counted in `not_shown`."""
+    at_start = depth(sqs, dlq.url)
     seen: list[dict[str, Any]] = []
     try:
-        for batch in _batches(sqs, dlq.url, limit, visibility_s):
+        for batch in _batches(sqs, dlq.url, min(limit, at_start), visibility_s, wait_s):
             seen.extend(batch)
     finally:
         for message in seen:
             sqs.change_message_visibility(QueueUrl=dlq.url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
-    return seen
+    return Peek(seen, at_start)
 
 
-def _batches(sqs: Any, url: str, limit: int, visibility_s: int) -> Iterator[list[dict[str, Any]]]:
-    taken = 0
-    while taken < limit:
+def _batches(sqs: Any, url: str, wanted: int, visibility_s: int, wait_s: int) -> Iterator[list[dict[str, Any]]]:
+    """Receive (long polling) until `wanted` messages were taken or a receive hands out nothing new: what
+    remains is then in flight elsewhere, or behind a message of its FIFO group that the caller holds."""
+    taken: set[str] = set()
+    while len(taken) < wanted:
         messages = sqs.receive_message(
             QueueUrl=url,
-            MaxNumberOfMessages=min(10, limit - taken),
+            MaxNumberOfMessages=min(10, wanted - len(taken)),
             VisibilityTimeout=visibility_s,
+            WaitTimeSeconds=wait_s,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
-        if not messages:
+        fresh = [m for m in messages if m["MessageId"] not in taken]  # a slow read may see one again
+        if not fresh:
             return
-        taken += len(messages)
-        yield messages
+        taken.update(m["MessageId"] for m in fresh)
+        yield fresh
 
 
 def peeked_view(message: dict[str, Any]) -> dict[str, Any]:
@@ -138,15 +165,19 @@ def peeked_view(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def plan(sqs: Any, dlq: DeadLetterQueue, limit: int) -> dict[str, Any]:
-    """What a redrive would move: per group, the message ids in the order they would go."""
+def plan(sqs: Any, dlq: DeadLetterQueue, limit: int, wait_s: int = WAIT_SECONDS) -> dict[str, Any]:
+    """What a redrive would move: the queue's depth, and per group the message ids it could see, in the order
+    they would go (a FIFO group's first ten at most; the rest follow them)."""
+    seen = peek(sqs, dlq, limit, wait_s=wait_s)
     groups: dict[str, list[str]] = {}
-    for message in peek(sqs, dlq, limit):
+    for message in seen.messages:
         groups.setdefault(message.get("Attributes", {}).get("MessageGroupId") or "-", []).append(message["MessageId"])
     return {
         "dlq": dlq.logical_id,
         "to": dlq.source_logical_id,
-        "messages": sum(len(ids) for ids in groups.values()),
+        "messages": min(limit, seen.depth),
+        "listed": len(seen.messages),
+        "not_listed": seen.not_shown,
         "groups": groups,
     }
 
@@ -202,6 +233,7 @@ class Redrive:
         rate_per_s: float = 10.0,
         visibility_s: int = 60,
         sleep: Callable[[float], None] = time.sleep,
+        wait_s: int = WAIT_SECONDS,
     ) -> None:
         if not dlq.redrivable:
             raise ValueError(
@@ -214,10 +246,12 @@ class Redrive:
         self._interval = 1.0 / rate_per_s if rate_per_s > 0 else 0.0
         self._visibility_s = visibility_s
         self._sleep = sleep
+        self._wait_s = wait_s
 
     def run(self, limit: int) -> RedriveReport:
         report = RedriveReport()
-        for batch in _batches(self._sqs, self._dlq.url, limit, self._visibility_s):
+        wanted = min(limit, depth(self._sqs, self._dlq.url))
+        for batch in _batches(self._sqs, self._dlq.url, wanted, self._visibility_s, self._wait_s):
             for message in batch:
                 self._move(message, report)
         # Nothing left, not even messages an interrupted run still holds (those must keep their entry): what

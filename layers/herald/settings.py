@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from herald import budgets
 from herald.errors import ConfigurationError
 
 PREFIX = "HERALD_"
@@ -82,7 +83,7 @@ class Settings:
 
     # Action confirms (CONTRACTS §1).
     confirm_ttl_seconds: int = 7 * 86400
-    confirm_lease_ms: int = 10_000
+    confirm_lease_ms: int = budgets.CONFIRM_LEASE_MS
 
     # Tencent IM. The secret key comes from SSM (the parameter's name) in AWS, or directly locally.
     tencent_im_base_url: str = "https://console.tim.qq.com"
@@ -90,12 +91,13 @@ class Settings:
     tencent_im_admin_identifier: str = "administrator"
     tencent_im_secret_key: Secret | None = None
     tencent_im_secret_key_parameter: str | None = None
+    im_push_max_attempts: int = budgets.IM_PUSH_MAX_ATTEMPTS  # then the push is dead-lettered with its reason
 
     # External events (CONTRACTS §3) and Feishu. The app secret comes from SSM in AWS, or directly locally.
-    events_lease_ms: int = 60_000  # longer than the worker's Timeout, so a live worker never loses its claim
-    events_max_attempts: int = 5  # failures before the first external write, then the job fails (and blocks)
+    events_lease_ms: int = budgets.EVENTS_LEASE_MS  # longer than the worker's Timeout: a live worker keeps its claim
+    events_max_attempts: int = budgets.EVENTS_MAX_ATTEMPTS  # failures before the first external write, then it blocks
     events_retry_base_ms: int = 2_000  # backoff doubles from here between those attempts
-    events_reserve_ms: int = 10_000  # no new side effect with less Lambda time left than this
+    events_reserve_ms: int = budgets.EVENTS_RESERVE_MS  # no job is claimed with less Lambda time left than this
     events_retention_seconds: int = 7 * 86400  # completed jobs (the dedup window)
     events_unknown_ttl_seconds: int = 0  # UNKNOWN and failed jobs; 0 keeps them until an operator handles them
     feishu_base_url: str = "https://open.feishu.cn"

@@ -14,10 +14,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from herald.api.app import create_app
+from herald.budgets import IM_PUSH_MAX_ATTEMPTS, PROVIDER_CALL_MS, RECORD_OUTCOME_MS
 from herald.confirms.delivery import IM_CONFIRM, Push
 from herald.confirms.wiring import confirms
 from herald.settings import get_settings
 from herald_dev.fakes.tencent_im import FakeTencentIm
+from herald_dev.sqs_source import sqs_record
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token
@@ -342,6 +344,64 @@ def test_permanent_im_error_dead_letters_the_push_with_its_reason(
     assert "20003" in dead[0]["MessageAttributes"]["failure_reason"]["StringValue"]
     (delivery,) = boto3.client("dynamodb").scan(TableName=get_settings().deliveries_table)["Items"]
     assert delivery["status"]["S"] == "failed"
+
+
+def test_a_tencent_outage_dead_letters_the_push_that_failed_and_not_those_waiting_behind_it(
+    api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
+) -> None:
+    """Three pushes to one receiver share a message group: while the first fails, the two behind it are
+    received and skipped, untried, once per attempt. Only Herald's own attempt count dead-letters."""
+    fake_im.queue_faults(*[{"status": 500}] * IM_PUSH_MAX_ATTEMPTS)
+    for inviter in ("10001", "10003", "10004"):
+        response = api.post(
+            "/api/v1/role-invitations",
+            json={"invitation_type": "host", "target_user_id": TARGET},
+            headers=_auth(inviter),
+        )
+        assert response.status_code == 200, response.text
+    pipeline.pump_streams()
+    for _ in range(3 * IM_PUSH_MAX_ATTEMPTS):
+        if not pipeline.pump_queue(backoff_elapses=True):
+            break
+    sqs = boto3.client("sqs")
+    dead = sqs.receive_message(
+        QueueUrl=get_settings().im_push_dlq_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
+    ).get("Messages", [])
+    assert len(dead) == 1
+    reason = dead[0]["MessageAttributes"]["failure_reason"]["StringValue"]
+    assert reason.startswith(f"gave up after {IM_PUSH_MAX_ATTEMPTS} attempts: Tencent IM answered HTTP 500")
+    failed_confirm = json.loads(dead[0]["Body"])["confirm_id"]
+    assert len(fake_im.messages) == 2 and failed_confirm not in confirm_ids(fake_im)
+    # The two behind it were received, untried, as often as the push ahead of them failed.
+    receives = [
+        int(record["attributes"]["ApproximateReceiveCount"])
+        for event in pipeline.delivered_events
+        for record in event["Records"]
+        if json.loads(record["body"])["confirm_id"] != failed_confirm
+    ]
+    assert max(receives) >= IM_PUSH_MAX_ATTEMPTS
+    deliveries = boto3.client("dynamodb").scan(TableName=get_settings().deliveries_table)["Items"]
+    by_status = sorted((d["status"]["S"], int(d["attempts"]["N"])) for d in deliveries)
+    assert by_status == [("failed", IM_PUSH_MAX_ATTEMPTS), ("sent", 1), ("sent", 1)]  # each sent at its first try
+
+
+def test_a_push_without_time_left_for_its_call_is_returned_untried_and_visible_at_once(
+    api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
+) -> None:
+    invite(api)
+    pipeline.pump_streams()
+    sqs = boto3.client("sqs")
+    (message,) = sqs.receive_message(QueueUrl=pipeline.queue_url, AttributeNames=["All"])["Messages"]
+    record = sqs_record(message, pipeline.queue_arn, "us-east-1")
+    almost_over = FakeLambdaContext(remaining_ms=PROVIDER_CALL_MS + RECORD_OUTCOME_MS - 1)
+    result = pipeline.im_sender({"Records": [record]}, almost_over)
+    assert result["batchItemFailures"] == [{"itemIdentifier": message["MessageId"]}]
+    assert fake_im.requests == 0
+    (delivery,) = boto3.client("dynamodb").scan(TableName=get_settings().deliveries_table)["Items"]
+    assert "attempts" not in delivery or delivery["attempts"]["N"] == "0"
+    assert "sending_since_ms" not in delivery
+    (again,) = sqs.receive_message(QueueUrl=pipeline.queue_url)["Messages"]  # no backoff: it never ran
+    assert again["MessageId"] == message["MessageId"]
 
 
 def test_operators_see_a_confirms_delivery_state(

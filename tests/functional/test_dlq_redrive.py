@@ -95,12 +95,12 @@ def test_template_names_every_dlq_and_its_source(aws: LocalStack) -> None:
 
 def test_peek_and_plan_leave_every_message_in_place(events_dlq: DeadLetterQueue) -> None:
     sqs = boto3.client("sqs")
-    seen = peek(sqs, events_dlq, 100)
+    seen = peek(sqs, events_dlq, 100).messages
     assert [json.loads(m["Body"])["n"] for m in seen if m["Attributes"]["MessageGroupId"] == "a"] == [1, 2, 3]
     assert seen[0]["MessageAttributes"]["failure_reason"]["StringValue"] == "boom"
     proposal = plan(sqs, events_dlq, 100)
     assert proposal["messages"] == 6 and sorted(proposal["groups"]) == ["a", "b", "c"]
-    assert len(peek(sqs, events_dlq, 100)) == 6
+    assert len(peek(sqs, events_dlq, 100).messages) == 6
 
 
 def test_redrive_moves_each_message_once_in_group_order_without_the_failure_reason(
@@ -110,7 +110,7 @@ def test_redrive_moves_each_message_once_in_group_order_without_the_failure_reas
     report = Redrive(sqs, events_dlq, Journal.open(tmp_path / "j.json"), rate_per_s=0).run(100)
     assert report.sent == 6 and report.groups == {"a": 3, "b": 2, "c": 1}
     assert per_group(drain(str(events_dlq.source_url))) == EXPECTED
-    assert peek(sqs, events_dlq, 100) == []
+    assert peek(sqs, events_dlq, 100).messages == []
     assert Journal.open(tmp_path / "j.json").entries == {}
 
 
@@ -137,7 +137,7 @@ def test_interrupted_redrive_resumed_later_sends_nothing_twice_and_keeps_group_o
     taken += drain(str(events_dlq.source_url))
     assert sorted(taken) == sorted(ORDER), f"sent twice or lost: {taken}"
     assert per_group(taken) == EXPECTED
-    assert peek(sqs, events_dlq, 100) == []
+    assert peek(sqs, events_dlq, 100).messages == []
     assert Journal.open(journal_path).entries == {}  # a drained DLQ leaves nothing to remember
 
 
@@ -153,3 +153,48 @@ def test_a_run_that_finds_messages_still_held_by_an_interrupted_one_keeps_their_
     assert list(held.values()) == ["sent"]
     Redrive(sqs, events_dlq, Journal.open(journal_path), rate_per_s=0).run(100)  # the held batch is invisible
     assert Journal.open(journal_path).entries == held  # not forgotten: it would be sent again later
+
+
+class ReceiveRecorder:
+    """The SQS client, remembering how each receive was asked for."""
+
+    def __init__(self, sqs: Any) -> None:
+        self._sqs = sqs
+        self.receives: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._sqs, name)
+        if name != "receive_message":
+            return call
+
+        def recorded(**params: Any) -> Any:
+            self.receives.append(params)
+            return call(**params)
+
+        return recorded
+
+
+def test_a_fifo_group_deeper_than_one_receive_is_peeked_in_order_counted_and_redriven_whole(
+    aws: LocalStack, tmp_path: Path
+) -> None:
+    urls = {logical_id: str(attributes["Ref"]) for logical_id, attributes in aws.attributes.items()}
+    (dlq,) = [q for q in dead_letter_queues(aws, urls) if q.logical_id == "ImPushDeadLetters"]
+    sqs = boto3.client("sqs")
+    for group, n in [("deep", n) for n in range(1, 16)] + [("other", 1)]:
+        body = json.dumps({"group": group, "n": n})
+        sqs.send_message(QueueUrl=dlq.url, MessageBody=body, MessageGroupId=group, MessageDeduplicationId=f"{group}{n}")
+    recorder = ReceiveRecorder(sqs)
+
+    seen = peek(recorder, dlq, 100, wait_s=1)
+    deep = [json.loads(m["Body"])["n"] for m in seen.messages if m["Attributes"]["MessageGroupId"] == "deep"]
+    assert deep == list(range(1, 11))  # one receive's worth of the group, oldest first
+    assert (seen.depth, len(seen.messages), seen.not_shown) == (16, 11, 5)
+    assert recorder.receives and all(r["WaitTimeSeconds"] == 1 for r in recorder.receives)  # long polling
+
+    proposal = plan(sqs, dlq, 100, wait_s=1)
+    assert (proposal["messages"], proposal["listed"], proposal["not_listed"]) == (16, 11, 5)
+    assert len(proposal["groups"]["deep"]) == 10
+
+    report = Redrive(sqs, dlq, Journal.open(tmp_path / "j.json"), rate_per_s=0, wait_s=1).run(100)
+    assert report.sent == 16 and report.groups == {"deep": 15, "other": 1}
+    assert per_group(drain(str(dlq.source_url))) == {"deep": list(range(1, 16)), "other": [1]}

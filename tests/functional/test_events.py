@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -383,6 +384,38 @@ def test_worker_takes_no_new_side_effect_with_too_little_lambda_time_left(
     )
     events.drain()
     assert titles(feishu) == ["one"]
+
+
+@dataclass
+class EndingInvocation(FakeLambdaContext):
+    """Plenty of time at the first look, then less than a job's reserve (still enough for one call)."""
+
+    looks: int = 0
+
+    def get_remaining_time_in_millis(self) -> int:
+        self.looks += 1
+        return 30_000 if self.looks == 1 else 15_000
+
+
+def test_a_drain_out_of_time_after_progress_hands_over_to_a_new_nudge_instead_of_spending_receives(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    for n, title in enumerate(("one", "two", "three")):
+        partner.accept(f"e{n}", title=title)
+    events.pump_stream()
+    message = events.sqs.receive_message(QueueUrl=events.queue_url, AttributeNames=["All"])["Messages"][0]
+    result = events.worker({"Records": [sqs_record(message, events.queue_arn, "us-east-1")]}, EndingInvocation())
+    assert result["batchItemFailures"] == []  # finished well: its receive count is not spent on a backlog
+    assert titles(feishu) == ["one"]
+    events.sqs.delete_message(QueueUrl=events.queue_url, ReceiptHandle=message["ReceiptHandle"])
+    waiting = events.sqs.receive_message(QueueUrl=events.queue_url, MaxNumberOfMessages=10)["Messages"]
+    assert {"service_id": "scheduler", "seq": 1, "why": "continue"} in [json.loads(m["Body"]) for m in waiting]
+    for waiting_message in waiting:
+        events.sqs.change_message_visibility(
+            QueueUrl=events.queue_url, ReceiptHandle=waiting_message["ReceiptHandle"], VisibilityTimeout=0
+        )
+    events.drain()
+    assert titles(feishu) == ["one", "two", "three"]
 
 
 def test_received_at_never_runs_backwards_along_the_sequence_even_when_a_clock_does(partner: Partner) -> None:

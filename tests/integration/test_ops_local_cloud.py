@@ -65,7 +65,8 @@ def test_poison_push_is_dead_lettered_then_redriven_once_in_group_order_after_an
     sqs = cloud.client("sqs")
 
     def dead_lettered(count: int) -> list[dict[str, Any]]:
-        mine = [m for m in herald(cloud, "peek", "ImPushDeadLetters", "--max", "50") if target.user in m["group"]]
+        peeked = herald(cloud, "peek", "ImPushDeadLetters", "--max", "50", "--wait", "1")
+        mine = [m for m in peeked if target.user in m["group"]]
         assert len(mine) == count, mine
         return mine
 

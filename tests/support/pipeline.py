@@ -68,8 +68,9 @@ class ConfirmPipeline:
             self.confirms_outbox({"Records": confirm_records}, FakeLambdaContext())
         return invitation_records, confirm_records
 
-    def pump_queue(self) -> int:
-        """One receive-invoke-delete round on the IM push queue; returns how many were received."""
+    def pump_queue(self, backoff_elapses: bool = False) -> int:
+        """One receive-invoke-delete round on the IM push queue; returns how many were received.
+        `backoff_elapses`: the messages it kept are visible again at once, as if their backoff had passed."""
         sqs = boto3.client("sqs")
         messages = sqs.receive_message(
             QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
@@ -83,6 +84,10 @@ class ConfirmPipeline:
         for message in messages:
             if message["MessageId"] not in failed:
                 sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+            elif backoff_elapses:
+                sqs.change_message_visibility(
+                    QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
         return len(messages)
 
     def drain(self, rounds: int = 5) -> None:

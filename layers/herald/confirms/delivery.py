@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.confirms.models import BUTTONS, Confirm, ConfirmStatus
 from herald.providers.tencent_im import CustomMessage, SendResult, TencentImError, new_msg_random
@@ -112,7 +113,11 @@ class PermanentDeliveryFailure(Exception):
 
 
 class RetryableDeliveryFailure(Exception):
-    """Worth another try later (the queue's retry, then its DLQ)."""
+    """Worth another try later: the push comes back after a backoff that grows with `attempts`."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
 
 
 def message_for(confirm: Confirm, push: Push, msg_random: int) -> CustomMessage:
@@ -143,10 +148,18 @@ def message_for(confirm: Confirm, push: Push, msg_random: int) -> CustomMessage:
 
 
 class ConfirmDelivery:
-    def __init__(self, confirms: Any, deliveries: DeliveryStore, im: ImSender, clock: Clock = now_ms) -> None:
+    """Herald, not the queue, decides when a push has failed for good: after `max_attempts` calls that
+    Tencent answered with a retryable error. A push that waited behind another in its receiver's message
+    group was received without being tried, so SQS's receive count is only a backstop for messages that
+    fail before any call (the template's maxReceiveCount leaves room for both)."""
+
+    def __init__(
+        self, confirms: Any, deliveries: DeliveryStore, im: ImSender, max_attempts: int, clock: Clock = now_ms
+    ) -> None:
         self._confirms = confirms  # a ConfirmStore (only `get` is used)
         self._deliveries = deliveries
         self._im = im
+        self._max_attempts = max_attempts
         self._clock = clock
 
     def deliver(self, push: Push) -> Delivery:
@@ -172,12 +185,16 @@ class ConfirmDelivery:
                 if found is not None:
                     self._deliveries.sent(delivery, found, self._clock())
                     return delivery
+            budgets.ensure_time_for_provider_call("IM send")  # before the record that a call starts
             self._deliveries.sending(delivery, self._clock())
             result = self._im.send(message_for(confirm, push, delivery.msg_random))
         except TencentImError as exc:
-            self._deliveries.failed(delivery, str(exc), permanent=not exc.retryable, now=self._clock())
-            if exc.retryable:
-                raise RetryableDeliveryFailure(str(exc)) from exc
-            raise PermanentDeliveryFailure(str(exc)) from exc
+            attempts = delivery.attempts + 1
+            reason = str(exc) if not exc.retryable else f"gave up after {attempts} attempts: {exc}"
+            if exc.retryable and attempts < self._max_attempts:
+                self._deliveries.failed(delivery, str(exc), permanent=False, now=self._clock())
+                raise RetryableDeliveryFailure(str(exc), attempts) from exc
+            self._deliveries.failed(delivery, reason, permanent=True, now=self._clock())
+            raise PermanentDeliveryFailure(reason) from exc
         self._deliveries.sent(delivery, result, self._clock())
         return delivery

@@ -7,12 +7,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from herald.confirms.delivery import PermanentDeliveryFailure, Push, pushes_for
+from herald.confirms.delivery import PermanentDeliveryFailure, Push, RetryableDeliveryFailure, pushes_for
 from herald.confirms.dynamo import ITEM_TYPE, confirm_from_item
 from herald.confirms.role_invitation import project_invitation_change
 from herald.confirms.wiring import confirms, delivery, push_queue
 from herald.observability import logger, metrics
-from herald.workers import PermanentFailure
+from herald.workers import PermanentFailure, RetryLater, backoff_seconds
 
 
 def on_invitation_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -39,6 +39,8 @@ def on_im_push(record: SQSRecord) -> None:
     except PermanentDeliveryFailure as exc:
         metrics.add_metric(name="ImPushFailed", unit="Count", value=1)
         raise PermanentFailure(str(exc)) from exc
+    except RetryableDeliveryFailure as exc:  # hidden for a backoff grown by its own attempts, not its receives
+        raise RetryLater(str(exc), backoff_seconds(exc.attempts)) from exc
     metrics.add_metric(name="ImPushDelivered", unit="Count", value=1)
     logger.info("im push done", confirm_id=push.confirm_id, kind=push.kind, already_sent=sent.status == "sent")
 

@@ -42,4 +42,6 @@ def delivery() -> ConfirmDelivery:
             settings.tencent_im_secret_key, settings.tencent_im_secret_key_parameter, "Tencent IM secret key"
         ),
     )
-    return ConfirmDelivery(DynamoConfirmStore(settings.confirms_table), deliveries(), im)
+    return ConfirmDelivery(
+        DynamoConfirmStore(settings.confirms_table), deliveries(), im, max_attempts=settings.im_push_max_attempts
+    )

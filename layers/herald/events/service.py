@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, NotFound, PermissionDenied
 from herald.events.models import (
@@ -130,10 +131,10 @@ class Messenger(Protocol):
 
 @dataclass(frozen=True)
 class DispatchPolicy:
-    lease_ms: int = 60_000
-    max_attempts: int = 5
+    lease_ms: int = budgets.EVENTS_LEASE_MS
+    max_attempts: int = budgets.EVENTS_MAX_ATTEMPTS
     retry_base_ms: int = 2_000
-    reserve_ms: int = 10_000
+    reserve_ms: int = budgets.EVENTS_RESERVE_MS
     retention_ms: int = 7 * 86_400_000
     unknown_ttl_ms: int = 0  # 0: blocked jobs stay until an operator handles them
 
@@ -155,6 +156,7 @@ class NotYet(Exception):
 class DrainResult(StrEnum):
     CAUGHT_UP = "caught_up"
     BLOCKED = "blocked"
+    PAUSED = "paused"  # out of time after some jobs ran: a continuation nudge carries on
 
 
 def card_of(event: ExternalEvent) -> Card:
@@ -236,7 +238,11 @@ class EventIntake:
 
 
 class EventDispatcher:
-    """Runs one service's jobs, head first, until it is caught up, blocked, or must wait."""
+    """Runs one service's jobs, head first, until it is caught up, blocked, or must wait.
+
+    A drain that runs out of time after finishing jobs publishes a continuation nudge (`nudge`) and ends
+    well, rather than sending its message back: a long backlog would otherwise spend the message's receive
+    count (and dead-letter it) while the service was making progress."""
 
     def __init__(
         self,
@@ -244,6 +250,7 @@ class EventDispatcher:
         targets: TargetPolicy,
         messenger: Messenger,
         policy: DispatchPolicy,
+        nudge: Callable[[Nudge], None],
         clock: Clock = now_ms,
         on_outcome: Callable[[Job, str], None] | None = None,
     ) -> None:
@@ -251,12 +258,13 @@ class EventDispatcher:
         self._targets = targets
         self._messenger = messenger
         self._policy = policy
+        self._nudge = nudge
         self._clock = clock
         self._on_outcome = on_outcome or (lambda job, outcome: None)
 
     def drain(self, service_id: str, remaining_ms: Callable[[], int]) -> DrainResult:
         allowed = self._targets.allowed_targets(service_id)  # read once a drain: a narrowing applies from the next
-        done = self._store.head(service_id).done_seq
+        done = started_at = self._store.head(service_id).done_seq
         while True:
             seq = done + 1
             job = self._store.job(service_id, seq)
@@ -287,8 +295,12 @@ class EventDispatcher:
                 # Interrupted before the mark: nothing reached the provider, so it simply runs again.
             elif job.next_attempt_at_ms > now:
                 raise NotYet(f"job {job.job_id} waits for its retry", job.next_attempt_at_ms - now)
-            if remaining_ms() < self._policy.reserve_ms:
-                raise NotYet("too little time left for another side effect", 0)
+            left = remaining_ms()
+            if left < self._policy.reserve_ms:
+                if done == started_at:
+                    raise budgets.OutOfTime(f"{left} ms left, {self._policy.reserve_ms} ms needed to claim a job")
+                self._nudge(Nudge(service_id, done, "continue"))
+                return DrainResult.PAUSED
             try:
                 claimed = self._store.claim(job, secrets.token_hex(8), now + self._policy.lease_ms, now)
             except StaleJob:

@@ -53,6 +53,7 @@ def dispatcher() -> EventDispatcher:
         service_keys(),
         feishu,
         policy(),
+        nudge=dispatch_queue().publish,
         on_outcome=lambda job, outcome: metrics.add_metric(name=f"ExternalEvent_{outcome}", unit="Count", value=1),
     )
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from herald import budgets
 from herald.providers import http
 
 TOKEN_PATH = "/open-apis/auth/v3/tenant_access_token/internal"  # noqa: S105 - a path, not a secret
@@ -83,7 +84,7 @@ class FeishuClient:
     base_url: str
     app_id: str
     app_secret: Callable[[], str]
-    timeout_s: float = 5.0
+    timeout_s: float = budgets.PROVIDER_READ_S
     clock: Callable[[], float] = time.time
     _token: tuple[str, float] | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -101,6 +102,8 @@ class FeishuClient:
                 response = http.request("POST", self._url(TOKEN_PATH), body=body, timeout_s=self.timeout_s)
             except http.TransportError as exc:
                 raise FeishuError(f"token request failed: {exc}", retryable=True) from exc
+            except budgets.OutOfTime as exc:
+                raise FeishuError(f"token request not started: {exc}", retryable=True) from exc
             result = self._json(response, "token request")
             if result.get("code") != 0 or not result.get("tenant_access_token"):
                 code = int(result.get("code", -1))
@@ -144,6 +147,8 @@ class FeishuClient:
             raise FeishuError(
                 f"{what} failed in transit: {exc}", retryable=True, maybe_delivered=exc.maybe_delivered
             ) from exc
+        except budgets.OutOfTime as exc:  # nothing left this machine
+            raise FeishuError(f"{what} not started: {exc}", retryable=True) from exc
         if response.status >= 500:
             # Feishu may have acted before failing: only its own error code says it did not.
             result = self._json(response, what, maybe_delivered=True)

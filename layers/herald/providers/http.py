@@ -9,6 +9,8 @@ from typing import Any
 
 import urllib3
 
+from herald import budgets
+
 _lock = threading.Lock()
 _pool: urllib3.PoolManager | None = None
 
@@ -45,8 +47,10 @@ def request(
     *,
     body: Any = None,
     headers: dict[str, str] | None = None,
-    timeout_s: float = 5.0,
+    timeout_s: float = budgets.PROVIDER_READ_S,
 ) -> HttpResponse:
+    """One request; `budgets.OutOfTime` (nothing sent) when a worker's invocation could end during it."""
+    budgets.ensure_time_for_provider_call(f"{method} {url.split('?', maxsplit=1)[0]}")
     payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() if body is not None else None
     all_headers = {"content-type": "application/json; charset=utf-8", **(headers or {})}
     try:
@@ -55,7 +59,7 @@ def request(
             url,
             body=payload,
             headers=all_headers,
-            timeout=urllib3.Timeout(connect=2.0, read=timeout_s),
+            timeout=urllib3.Timeout(connect=budgets.PROVIDER_CONNECT_S, read=min(timeout_s, budgets.PROVIDER_READ_S)),
         )
     except urllib3.exceptions.HTTPError as exc:
         reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc

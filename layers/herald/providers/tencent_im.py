@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from herald import budgets
 from herald.providers import http
 
 SENDMSG_PATH = "/v4/openim/sendmsg"
@@ -148,7 +149,7 @@ class TencentImClient:
     sdk_app_id: int
     admin_identifier: str
     secret_key: Callable[[], str]
-    timeout_s: float = 5.0
+    timeout_s: float = budgets.PROVIDER_READ_S
     usersig_ttl_s: int = 86_400
     _sig: tuple[str, float] | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
