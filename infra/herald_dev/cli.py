@@ -7,7 +7,7 @@ herald keys create|list|rotate|revoke   service keys (a new key is printed once)
 herald ops events ...        blocked services, UNKNOWN jobs, and their resolution
 herald ops dlq ...           dead-letter queues: list, peek, redrive (order kept, resumable), purge
 herald ops confirms ...      confirms past their expiry or lease, failed pushes, and their repair
-herald ops preflight --stack NAME   SSM secrets, identity provider and provider ids of a stack
+herald ops preflight --stack NAME   SSM secrets, identity provider, provider ids and KMS key of a stack
 """
 
 from __future__ import annotations
@@ -517,7 +517,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     if not args.stack:
         print("error: preflight checks a deployed stack: pass --stack NAME", file=sys.stderr)
         return 2
-    findings = preflight(args.stack, _client(args, "cloudformation"), _client(args, "ssm"))
+    findings = preflight(args.stack, _client(args, "cloudformation"), _client(args, "ssm"), _client(args, "kms"))
     for finding in findings:
         print(json.dumps(finding.to_dict()))
     return 0 if all(finding.ok for finding in findings) else 1

@@ -5,7 +5,8 @@ stack's own parameters, one finding a line. Nothing is changed.
 * the SSM SecureStrings the functions read (Tencent IM secret key, Feishu app secret) exist as SecureStrings;
 * the identity provider: `JwtIssuer` is not the placeholder, its OpenID discovery document names the same
   issuer, and its key set holds an RSA signing key (API Gateway's JWT authorizer verifies RSA only);
-* the provider ids are set (Tencent IM SDKAppID, Feishu app id).
+* the provider ids are set (Tencent IM SDKAppID, Feishu app id);
+* a customer managed key (`KmsKeyArn`, when set) is enabled and its key policy lets DynamoDB use it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _fetch_json(url: str) -> Any:
         return json.loads(response.read())
 
 
-def preflight(stack_name: str, cloudformation: Any, ssm: Any) -> list[Finding]:
+def preflight(stack_name: str, cloudformation: Any, ssm: Any, kms: Any) -> list[Finding]:
     try:
         (stack,) = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
     except Exception as exc:  # the stack is missing or unreadable: nothing else can be checked
@@ -49,7 +50,25 @@ def preflight(stack_name: str, cloudformation: Any, ssm: Any) -> list[Finding]:
     for key, unset in (("TencentImSdkAppId", "0"), ("FeishuAppId", "cli_unset")):
         value = parameters.get(key, unset)
         findings.append(Finding(key, value != unset, f"{key} = {value!r}" + (" (not set)" if value == unset else "")))
+    if parameters.get("KmsKeyArn"):
+        findings.append(_customer_key(kms, parameters["KmsKeyArn"]))
     return findings
+
+
+def _customer_key(kms: Any, key_arn: str) -> Finding:
+    """SQS checks each function's own permission (the stack grants it); DynamoDB and its streams use the key
+    through the key policy, which must allow it for the account (`kms:ViaService` dynamodb)."""
+    try:
+        metadata = kms.describe_key(KeyId=key_arn)["KeyMetadata"]
+        policy = json.loads(kms.get_key_policy(KeyId=key_arn, PolicyName="default")["Policy"])
+    except Exception as exc:
+        return Finding("KmsKeyArn", False, f"{key_arn}: {exc}")
+    if metadata.get("KeyState") != "Enabled" or metadata.get("KeyManager") != "CUSTOMER":
+        return Finding("KmsKeyArn", False, f"{key_arn} is {metadata.get('KeyState')} ({metadata.get('KeyManager')})")
+    via_dynamodb = f"dynamodb.{key_arn.split(':')[3]}.amazonaws.com"
+    if via_dynamodb not in json.dumps(policy.get("Statement", [])):
+        return Finding("KmsKeyArn", False, f"the key policy of {key_arn} does not allow kms:ViaService {via_dynamodb}")
+    return Finding("KmsKeyArn", True, f"{key_arn} is enabled and DynamoDB may use it")
 
 
 def _secure_string(ssm: Any, key: str, name: str) -> Finding:

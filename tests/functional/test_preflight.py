@@ -98,3 +98,52 @@ def test_an_unknown_stack_is_one_failed_finding(capsys: pytest.CaptureFixture[st
     with mock_aws():
         code, findings = _run(capsys)
     assert code == 1 and list(findings) == ["stack"]
+
+
+def _key_policy(account: str, via_dynamodb: bool) -> str:
+    statements: list[dict[str, Any]] = [
+        {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account}:root"}, "Action": "kms:*", "Resource": "*"}
+    ]
+    if via_dynamodb:
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": "*"},
+                "Action": [
+                    "kms:Encrypt",
+                    "kms:Decrypt",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:DescribeKey",
+                    "kms:CreateGrant",
+                ],
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {"kms:ViaService": "dynamodb.us-east-1.amazonaws.com", "kms:CallerAccount": account}
+                },
+            }
+        )
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+@pytest.mark.parametrize(
+    ("via_dynamodb", "disabled", "ok", "says"),
+    [
+        (True, False, True, "DynamoDB may use it"),
+        (False, False, False, "does not allow kms:ViaService dynamodb.us-east-1.amazonaws.com"),
+        (True, True, False, "is Disabled"),
+    ],
+)
+def test_a_customer_key_must_be_enabled_and_usable_by_dynamodb(
+    jwks: FakeJwks, capsys: pytest.CaptureFixture[str], via_dynamodb: bool, disabled: bool, ok: bool, says: str
+) -> None:
+    with mock_aws():
+        kms = boto3.client("kms")
+        account = boto3.client("sts").get_caller_identity()["Account"]
+        key = kms.create_key(Policy=_key_policy(account, via_dynamodb))["KeyMetadata"]
+        if disabled:
+            kms.disable_key(KeyId=key["KeyId"])
+        _stack({**_parameters(jwks.issuer), "KmsKeyArn": key["Arn"]})
+        code, findings = _run(capsys)
+    assert findings["KmsKeyArn"]["ok"] is ok and says in findings["KmsKeyArn"]["detail"]
+    assert code == (0 if ok else 1)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
     os.environ.get("HERALD_TEST_DYNAMODB") == "local", reason="runs once: it always uses DynamoDB Local itself"
 )
 def test_sigkill_and_restart_under_load_loses_nothing_and_doubles_nothing() -> None:
-    report = soak(seconds=20, crashes=1, workers=2, seed=5, drain_timeout=180)
+    report = soak(seconds=20, crashes=1, workers=2, seed=5, drain_timeout=300)
     print(json.dumps(report, indent=2))
     assert report["killed_at_s"] and report["transport_errors"] > 0  # it did go down under load
     assert healthy(report), report["audit"]

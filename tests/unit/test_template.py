@@ -92,3 +92,23 @@ def test_every_fifo_queue_a_function_sends_to_runs_in_high_throughput_mode() -> 
         properties = resources[name]["Properties"]
         assert properties["DeduplicationScope"] == "messageGroup", name
         assert properties["FifoThroughputLimit"] == "perMessageGroupId", name
+
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
+
+
+@pytest.mark.parametrize("key", ["", KEY])
+def test_a_customer_key_encrypts_every_table_and_queue_and_every_function_may_use_it(key: str) -> None:
+    stack = LocalStack(load_template(REPO / "template.yaml"), parameter_overrides={"KmsKeyArn": key})
+    for table in stack.of_type("AWS::DynamoDB::Table"):
+        sse = stack.resolve(stack.resources[table]["Properties"]["SSESpecification"])
+        expected = {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": key} if key else {"SSEEnabled": True}
+        assert sse == expected, table
+    for queue in stack.of_type("AWS::SQS::Queue"):
+        properties = stack.resolve(stack.resources[queue]["Properties"])
+        assert properties.get("KmsMasterKeyId") == (key or None), queue
+        assert properties.get("SqsManagedSseEnabled") is (None if key else True), queue
+    policy = stack.resources["CustomerKeyUse"]
+    assert stack.condition(policy["Condition"]) is bool(key)
+    roles = {reference["Ref"] for reference in policy["Properties"]["Roles"]}
+    assert roles == {f"{function}Role" for function in stack.of_type("AWS::Serverless::Function")}
