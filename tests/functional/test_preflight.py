@@ -144,6 +144,8 @@ def test_a_customer_key_must_be_enabled_and_usable_by_dynamodb(
         if disabled:
             kms.disable_key(KeyId=key["KeyId"])
         _stack({**_parameters(jwks.issuer), "KmsKeyArn": key["Arn"]})
+        for name in ("tencent-im-secret-key", "feishu-app-secret"):
+            boto3.client("ssm").put_parameter(Name=f"/herald/prod/{name}", Type="SecureString", Value="s3cret")
         code, findings = _run(capsys)
     assert findings["KmsKeyArn"]["ok"] is ok and says in findings["KmsKeyArn"]["detail"]
     assert code == (0 if ok else 1)
