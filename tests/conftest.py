@@ -7,8 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from herald.observability import metrics
 from herald_dev.cloud import LOCAL_JWT_SECRET
 from tests.support.local_cloud import RATE_LIMITS_OFF
+from tests.support.metrics import serialize
+
+serialize(metrics)  # tests invoke handlers from several threads of one interpreter
 
 TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",

@@ -63,6 +63,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         dynamodb_endpoint=args.dynamodb_endpoint,
         parameter_overrides=_parse_pairs(args.parameter),
         environment=_parse_pairs(args.env),
+        secrets=_parse_pairs(args.secret),
         state_file=Path(args.state_file) if args.state_file else None,
         tencent_im_port=args.tencent_im_port,
         feishu_port=args.feishu_port,
@@ -577,6 +578,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter override"
     )
     local.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra function environment")
+    local.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="PARAMETER=VALUE",
+        help="store VALUE as the SSM SecureString a template parameter names (e.g. TencentImSecretKeyParameter)",
+    )
     local.add_argument(
         "--tencent-im-port", type=int, default=_int_env("HERALD_TENCENT_IM_PORT", 8090), help="fake Tencent IM (0: any)"
     )

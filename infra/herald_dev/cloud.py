@@ -15,7 +15,11 @@ import logging
 import os
 import re
 import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +30,7 @@ import uvicorn
 
 from herald_dev import moto_patches
 from herald_dev.engine import ReferenceEngine
-from herald_dev.fakes import Fakes, Providers, start_fakes
+from herald_dev.fakes import PROVIDER_PARAMETERS, Fakes, Providers, start_fakes
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
@@ -39,8 +43,6 @@ from herald_dev.websocket_gateway import WebSocketGateway
 log = logging.getLogger("local-cloud")
 
 LOCAL_JWT_SECRET = "herald-local-development-secret-do-not-deploy"  # noqa: S105 - local only, by design
-# Variables that legitimately differ per function; locally every function shares one process environment.
-_PER_FUNCTION_VARIABLES = {"POWERTOOLS_SERVICE_NAME"}
 
 
 class _Server(uvicorn.Server):
@@ -70,6 +72,7 @@ class LocalCloudConfig:
     dynamodb_endpoint: str | None = None  # e.g. DynamoDB Local
     parameter_overrides: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)  # template parameter naming an SSM secret -> value
     state_file: Path | None = None
     sqs_wait_seconds: int = 1
     tencent_im_port: int = 8090
@@ -98,6 +101,7 @@ class LocalCloud:
         self.providers: Providers | None = config.providers
         self.engine: ReferenceEngine | None = None
         self._engine_key: str | None = None
+        self._http_process: subprocess.Popen[bytes] | None = None
 
     # ------------------------------------------------------------------ endpoints
     @property
@@ -139,37 +143,44 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ wiring from the template
     def _load_functions(self) -> None:
+        """Each function's processes get the environment Lambda would give them: the template's variables for
+        that function, then the local cloud's (endpoints, the local token secret, the fakes), then `--env`."""
         template_dir = self.config.template_path.parent
-        merged: dict[str, str] = {}
+        local = {
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "HERALD_WS_MANAGEMENT_ENDPOINT": f"http://{self.config.host}:{self.config.ws_port}",
+            "HERALD_JWT_HS256_SECRET": LOCAL_JWT_SECRET,
+        }
+        # Locally tokens are HS256 from `herald token`; issuer/audience apply when configured explicitly.
+        unset = {"HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"}
+        if self.providers is not None:
+            fakes = self.providers.without(self._providers_given())
+            local.update(fakes.environment)
+            unset.update(fakes.unset)
         for logical_id in self.stack.of_type("AWS::Serverless::Function"):
             function = LocalFunction.from_template(self.stack, logical_id, template_dir)
+            environment = {**os.environ, **function.template_environment(self.stack), **local}
+            for key in unset:
+                environment.pop(key, None)
+            function.environment = {**environment, **self.config.environment}
             self.functions[logical_id] = function
-            for key, value in function.environment(self.stack).items():
-                if key in merged and merged[key] != value and key not in _PER_FUNCTION_VARIABLES:
-                    raise TemplateError(
-                        f"{logical_id} sets {key}={value!r} but another function sets {merged[key]!r}; "
-                        "locally all functions share one environment"
-                    )
-                merged.setdefault(key, value)
-        merged.update(
-            {
-                "POWERTOOLS_SERVICE_NAME": "herald-local",
-                "POWERTOOLS_TRACE_DISABLED": "true",
-                "POWERTOOLS_METRICS_DISABLED": "true",
-                "HERALD_WS_MANAGEMENT_ENDPOINT": f"http://{self.config.host}:{self.config.ws_port}",
-                "HERALD_JWT_HS256_SECRET": LOCAL_JWT_SECRET,
-            }
-        )
-        # Locally tokens are HS256 from `herald token`; issuer/audience/JWKS apply when configured explicitly.
-        unset = ["HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"]
-        if self.providers is not None:
-            merged.update(self.providers.environment)
-            unset.extend(self.providers.unset)
-        for key in unset:
-            merged.pop(key, None)
-            os.environ.pop(key, None)
-        merged.update(self.config.environment)
-        os.environ.update(merged)
+
+    def _providers_given(self) -> set[str]:
+        """The providers the command line points somewhere with template parameters: no fake stands in."""
+        return {
+            provider
+            for provider, parameters in PROVIDER_PARAMETERS.items()
+            if any(name in self.config.parameter_overrides for name in parameters)
+        }
+
+    def _store_secrets(self) -> None:
+        """`--secret PARAMETER=VALUE`: the SSM SecureString the template parameter names, as in AWS."""
+        ssm = self.client("ssm")
+        for parameter, value in self.config.secrets.items():
+            name = "/" + str(self.stack.parameter(parameter)).lstrip("/")
+            ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
+            log.info("stored %s as the SecureString %s", parameter, name)
 
     def _queue_url_for_arn(self, arn: str) -> str:
         for attributes in self.stack.attributes.values():
@@ -268,6 +279,7 @@ class LocalCloud:
             log.info("fake Tencent IM on %s (messages: %s/)", self.fakes.tencent_im.url, self.fakes.tencent_im.url)
             log.info("fake Feishu on %s (cards: %s/)", self.fakes.feishu.url, self.fakes.feishu.url)
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
+        self._store_secrets()
         self._load_functions()
         self._wire_sources()
         self._wire_ttl()
@@ -313,8 +325,7 @@ class LocalCloud:
         servers = []
         http_function = self._http_function()
         if http_function is not None:
-            app = http_function.load_module().app
-            servers.append(uvicorn.Config(app, host=self.config.host, port=self.config.http_port, log_level="warning"))
+            self._http_process = self._start_http(http_function)
         gateway = self._websocket_gateway()
         if gateway is not None:
             servers.append(
@@ -332,6 +343,8 @@ class LocalCloud:
         tasks = [asyncio.create_task(server.serve()) for server in self._servers]
         while not all(server.started for server in self._servers) and not any(task.done() for task in tasks):
             await asyncio.sleep(0.05)
+        if self._http_process is not None:
+            await asyncio.to_thread(self._wait_for_http, self._http_process)
         self._write_state()
         log.info("ready: HTTP API on %s, WebSocket API on %s", self.http_url, self.ws_url)
         stopper = asyncio.create_task(asyncio.to_thread(self.stop_event.wait))
@@ -344,10 +357,35 @@ class LocalCloud:
         await asyncio.gather(*tasks, return_exceptions=True)
         await stopper
 
+    def _start_http(self, function: LocalFunction) -> subprocess.Popen[bytes]:
+        """The HTTP function's app in a process of its own (its imports, state and environment), behind the
+        port API Gateway would be."""
+        module = function.handler.rpartition(".")[0]
+        command = [sys.executable, "-m", "herald_dev.lambda_instance", "http", str(function.code_dir), module]
+        command += [self.config.host, str(self.config.http_port)]
+        environment = {**function.environment, "HERALD_LOCAL_PARENT_PID": str(os.getpid())}
+        return subprocess.Popen(command, env=environment)
+
+    def _wait_for_http(self, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"the HTTP function's process exited ({process.returncode})")
+            with contextlib.suppress(OSError), socket.create_connection((self.config.host, self.config.http_port), 0.2):
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"the HTTP function did not listen on {self.http_url} within {timeout_s:.0f} s")
+
     def shutdown(self) -> None:
         self.stop_event.set()
+        if self._http_process is not None:
+            self._http_process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._http_process.wait(timeout=5)
         for source in self.sources:
             source.join(timeout=5)
+        for function in self.functions.values():
+            function.stop()
         if self.fakes is not None:
             self.fakes.stop()
         if self._moto is not None:

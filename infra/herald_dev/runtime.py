@@ -1,57 +1,66 @@
-"""Runs a template's Lambda functions in this process, as Lambda would invoke them.
-
-Each concurrent *instance* of a function is its own import of the function's module (its own module-level
-state, like a separate Lambda container); an instance serves one invocation at a time. A function that
-runs past its `Timeout` is reported as failed, as Lambda would after killing it.
+"""Runs a template's Lambda functions as Lambda would: each concurrent instance of a function is a process of
+its own (`herald_dev.lambda_instance`: its own imports, module state and environment, like a Lambda execution
+environment) serving one invocation at a time. An invocation that runs past the function's `Timeout` is killed
+with its process and reported as failed, so the event source retries it as Lambda's would.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import contextlib
+import json
 import logging
+import os
 import queue
+import select
+import subprocess
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import IO, Any
 
-from herald_dev.template import ACCOUNT_ID, LocalStack
+from herald_dev.template import LocalStack
 
 log = logging.getLogger("local-cloud")
 
+# Linux sends an instance its parent-death signal when the *thread* that started it ends, so every instance
+# is started from this one thread, which lives as long as the local cloud (pollers' threads come and go).
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lambda-spawner")
+# Lambda gives init 10 s of its own; locally a cold start competes with every other function's for two
+# cores, so it gets more. Init time never counts against the invocation's Timeout.
+INIT_TIMEOUT_S = 30.0
+
 
 class FunctionError(Exception):
-    """The invocation failed the way Lambda reports a function error (exception or timeout)."""
+    """The invocation failed the way Lambda reports a function error (exception, timeout, crash)."""
 
 
 @dataclass
-class LocalContext:
-    function_name: str
-    memory_limit_in_mb: int
-    timeout_s: float
-    region: str
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    function_version: str = "$LATEST"
-    _started: float = field(default_factory=time.monotonic)
+class Instance:
+    """One execution environment: a process and the two pipes to it."""
 
-    @property
-    def invoked_function_arn(self) -> str:
-        return f"arn:aws:lambda:{self.region}:{ACCOUNT_ID}:function:{self.function_name}"
+    process: subprocess.Popen[bytes]
+    requests: IO[str]
+    answers: IO[str]
 
-    @property
-    def log_group_name(self) -> str:
-        return f"/aws/lambda/{self.function_name}"
+    def answer(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next answer line, or None when none came in time or the process is gone."""
+        ready, _, _ = select.select([self.answers], [], [], max(0.0, timeout_s))
+        if not ready:
+            return None
+        line = self.answers.readline()
+        return json.loads(line) if line else None
 
-    @property
-    def log_stream_name(self) -> str:
-        return "local"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self.timeout_s - (time.monotonic() - self._started)) * 1000))
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.wait()
+        for pipe in (self.requests, self.answers):
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 @dataclass
@@ -65,8 +74,9 @@ class LocalFunction:
     region: str
     properties: dict[str, Any]
     max_instances: int = 4
-    _idle: queue.LifoQueue[Callable[..., Any]] = field(default_factory=queue.LifoQueue)
-    _created: int = 0
+    environment: dict[str, str] = field(default_factory=dict)  # the whole environment of its processes
+    _idle: queue.LifoQueue[Instance] = field(default_factory=queue.LifoQueue)
+    _instances: list[Instance] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _slots: threading.Semaphore = field(init=False)
 
@@ -88,44 +98,81 @@ class LocalFunction:
             max_instances=int(stack.resolve(props.get("ReservedConcurrentExecutions", 4))) or 1,
         )
 
-    def environment(self, stack: LocalStack) -> dict[str, str]:
+    def template_environment(self, stack: LocalStack) -> dict[str, str]:
         variables = self.properties.get("Environment", {}).get("Variables", {})
         return {key: str(value) for key, value in stack.resolve(variables).items()}
 
-    def load_module(self) -> ModuleType:
-        """A fresh import of the handler's module (a new 'container')."""
-        module_file = self.handler.rpartition(".")[0]
-        path = self.code_dir / f"{module_file.replace('.', '/')}.py"
+    def _start_instance(self) -> Instance:
+        requests_read, requests_write = os.pipe()
+        answers_read, answers_write = os.pipe()
+        command = [
+            sys.executable,
+            "-m",
+            "herald_dev.lambda_instance",
+            "invoke",
+            str(self.code_dir),
+            self.handler,
+            str(requests_read),
+            str(answers_write),
+        ]
+        environment = {**self.environment, "HERALD_LOCAL_PARENT_PID": str(os.getpid())}
+        spawn = _SPAWNER.submit(subprocess.Popen, command, env=environment, pass_fds=(requests_read, answers_write))
+        process: subprocess.Popen[bytes] = spawn.result()
+        os.close(requests_read)
+        os.close(answers_write)
+        instance = Instance(process, os.fdopen(requests_write, "w"), os.fdopen(answers_read, "r"))
+        init = instance.answer(INIT_TIMEOUT_S)
+        if init is None or not init.get("ready"):
+            instance.kill()
+            why = f"{init['error']}: {init['message']}" if init else f"init did not finish in {INIT_TIMEOUT_S:.0f} s"
+            raise FunctionError(why)
         with self._lock:
-            self._created += 1
-            module_name = f"herald_fn_{self.logical_id}_{self._created}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise FunctionError(f"cannot load {path}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    def _new_instance(self) -> Callable[..., Any]:
-        return getattr(self.load_module(), self.handler.rpartition(".")[2])  # type: ignore[no-any-return]
+            self._instances.append(instance)
+        return instance
 
     def invoke(self, event: dict[str, Any]) -> Any:
-        """Invoke synchronously; raises FunctionError on an exception or a timeout."""
+        """Invoke synchronously; raises FunctionError on an exception, a timeout or a crash."""
         with self._slots:
             try:
-                handler = self._idle.get_nowait()
+                instance = self._idle.get_nowait()
             except queue.Empty:
-                handler = self._new_instance()
-            context = LocalContext(self.name, self.memory_mb, self.timeout_s, self.region)
+                instance = self._start_instance()
+            request = {
+                "event": event,
+                "function_name": self.name,
+                "memory_mb": self.memory_mb,
+                "timeout_s": self.timeout_s,
+                "region": self.region,
+                "id": str(uuid.uuid4()),
+            }
             started = time.monotonic()
             try:
-                result = handler(event, context)
-            except Exception as exc:
-                log.warning("%s failed: %s: %s", self.logical_id, type(exc).__name__, exc)
-                raise FunctionError(f"{type(exc).__name__}: {exc}") from exc
-            finally:
-                self._idle.put(handler)
-            elapsed = time.monotonic() - started
-            if elapsed > self.timeout_s:
-                raise FunctionError(f"Task timed out after {elapsed:.2f} seconds")
-            return result
+                instance.requests.write(json.dumps(request) + "\n")
+                instance.requests.flush()
+                answer = instance.answer(self.timeout_s)
+            except (OSError, ValueError):
+                answer = None
+            if answer is None:
+                self._discard(instance)
+                elapsed = time.monotonic() - started
+                if elapsed >= self.timeout_s:
+                    log.warning("%s timed out after %.2f s; its instance was killed", self.logical_id, elapsed)
+                    raise FunctionError(f"Task timed out after {elapsed:.2f} seconds")
+                raise FunctionError("Runtime exited without an answer")
+            self._idle.put(instance)
+            if "error" in answer:
+                log.warning("%s failed: %s: %s", self.logical_id, answer["error"], answer["message"])
+                raise FunctionError(f"{answer['error']}: {answer['message']}")
+            return answer["result"]
+
+    def _discard(self, instance: Instance) -> None:
+        instance.kill()
+        with self._lock:
+            self._instances.remove(instance)
+
+    def stop(self) -> None:
+        """End every instance (the local cloud is stopping)."""
+        with self._lock:
+            instances, self._instances = self._instances, []
+        for instance in instances:
+            instance.kill()

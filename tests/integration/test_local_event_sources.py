@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -181,3 +182,54 @@ def test_fifo_failure_retries_only_that_record_keeps_group_order_and_dead_letter
         assert [e["outcome"] for e in _entries(sink, "sqs") if e["id"] == "c2"] == ["ok"]
 
     eventually(c2_ran)
+
+
+def _probes(sink: Path, phase: str) -> list[dict[str, Any]]:
+    return [entry for entry in _entries(sink, "probe") if entry["phase"] == phase]
+
+
+def test_an_invocation_past_its_timeout_is_killed_with_its_process_and_retried_in_a_new_one(
+    poller_cloud: LocalCloudProcess, sink: Path
+) -> None:
+    sqs = poller_cloud.client("sqs")
+    sent_at = time.monotonic()
+    sqs.send_message(
+        QueueUrl=poller_cloud.resource("ProbeQueue"), MessageBody=json.dumps({"id": "slow-1", "sleep_first_try": 6})
+    )
+
+    def retried() -> list[dict[str, Any]]:
+        ended = [e for e in _probes(sink, "end") if e["id"] == "slow-1"]
+        assert [e["attempt"] for e in ended] == [2]
+        return [e for e in _probes(sink, "start") if e["id"] == "slow-1"]
+
+    first, second = eventually(retried)
+    assert (first["attempt"], second["attempt"]) == (1, 2)
+    assert first["remaining_ms"] <= 2000  # the function's Timeout, 2 s
+    assert second["pid"] != first["pid"]  # the timed-out environment was killed, not reused
+    time.sleep(max(0.0, 7.0 - (time.monotonic() - sent_at)))  # the first try would have ended by now
+    assert [e["attempt"] for e in _probes(sink, "end") if e["id"] == "slow-1"] == [2]
+
+
+def test_each_instance_is_a_process_with_its_own_module_state_and_environment(
+    poller_cloud: LocalCloudProcess, sink: Path
+) -> None:
+    sqs = poller_cloud.client("sqs")
+    ids = [f"state-{n}" for n in range(8)]
+    for job_id in ids:
+        sqs.send_message(
+            QueueUrl=poller_cloud.resource("ProbeQueue"), MessageBody=json.dumps({"id": job_id, "sleep_first_try": 0.5})
+        )
+
+    def all_ended() -> None:
+        assert {e["id"] for e in _probes(sink, "end")} >= set(ids)
+
+    eventually(all_ended)
+    by_process: dict[int, list[dict[str, Any]]] = {}
+    for entry in _probes(sink, "start"):
+        by_process.setdefault(entry["pid"], []).append(entry)
+    assert len({pid for pid, entries in by_process.items() if any(e["id"] in ids for e in entries)}) >= 2
+    for entries in by_process.values():
+        entries.sort(key=lambda e: e["invocations"])
+        assert [e["invocations"] for e in entries] == list(range(1, len(entries) + 1))  # its own module state
+        assert [e["seen_marker"] for e in entries] == [None] + [e["id"] for e in entries[:-1]]  # its own os.environ
+        assert {e["service"] for e in entries} == {"instance-probe"}  # the function's own variables

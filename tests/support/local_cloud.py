@@ -109,6 +109,7 @@ class LocalCloudProcess:
         parameters: dict[str, str] | None = None,
         env: dict[str, str] | None = None,
         backing: Path | None = None,
+        secrets: dict[str, str] | None = None,
     ) -> None:
         self.template = template
         self.stack = f"t{uuid.uuid4().hex[:8]}"
@@ -116,6 +117,7 @@ class LocalCloudProcess:
         self.dynamodb_endpoint = dynamodb_endpoint
         self.parameters = parameters or {}
         self.env = env or {}
+        self.secrets = secrets or {}
         self.backing = backing  # a `herald backing` state file: AWS and the fakes outlive this process
         self.state_file = workdir / f"{self.stack}.json"
         self.log_path = workdir / f"{self.stack}.log"
@@ -155,6 +157,8 @@ class LocalCloudProcess:
             command += ["--parameter", f"{key}={value}"]
         for key, value in self.env.items():
             command += ["--env", f"{key}={value}"]
+        for key, value in self.secrets.items():
+            command += ["--secret", f"{key}={value}"]
         return command
 
     def start(self, timeout: float = 90) -> LocalCloudProcess:

@@ -1,4 +1,5 @@
-"""The shared metrics emitter under concurrent invocations in one interpreter (local cloud, tests)."""
+"""Herald's metrics emitter as the tests run it: handlers invoked from several threads of one interpreter
+(which Lambda never does; see tests/support/metrics.py) emit every metric once and never fail to flush."""
 
 import json
 import threading

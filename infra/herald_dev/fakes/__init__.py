@@ -7,6 +7,13 @@ from dataclasses import dataclass, field
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
 
+# The template parameters that point the functions at each provider, and the prefix of the variables they set.
+PROVIDER_PARAMETERS = {
+    "tencent_im": ("TencentImBaseUrl", "TencentImSdkAppId", "TencentImAdminIdentifier", "TencentImSecretKeyParameter"),
+    "feishu": ("FeishuBaseUrl", "FeishuAppId", "FeishuAppSecretParameter"),
+}
+_VARIABLE_PREFIX = {"tencent_im": "HERALD_TENCENT_IM_", "feishu": "HERALD_FEISHU_"}
+
 
 @dataclass(frozen=True)
 class Providers:
@@ -15,6 +22,15 @@ class Providers:
     environment: dict[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
     urls: dict[str, str] = field(default_factory=dict)
+
+    def without(self, providers: set[str]) -> Providers:
+        """These providers are given otherwise (template parameters): their fakes' settings step aside."""
+        prefixes = tuple(_VARIABLE_PREFIX[provider] for provider in providers)
+        return Providers(
+            {key: value for key, value in self.environment.items() if not key.startswith(prefixes)},
+            tuple(key for key in self.unset if not key.startswith(prefixes)),
+            {name: url for name, url in self.urls.items() if name not in providers},
+        )
 
     def to_dict(self) -> dict[str, object]:
         return {"environment": self.environment, "unset": list(self.unset), "urls": self.urls}

@@ -1,7 +1,7 @@
 """The inbox table's stream: every change of a user's counter is pushed to all of that user's
 connections, in version order (a user's counter is one key, so its records arrive in order). What is
-pushed is the committed counter read back, never the record's image: a redelivered or spurious record
-(moto streams images of cancelled transactions) can repeat a version but never invent one. An unread
+pushed is the committed counter read back, never the record's image: a redelivered record (Lambda delivers
+stream records at least once) can repeat a version but never invent one. An unread
 notification removed by TTL is taken off the count (once: a tombstone guards the decrement)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def on_inbox_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> N
     if new is not None and new.get("sk") == COUNTER:
         version = new.get("version")
         if version is None or (old is not None and old.get("version") == version):
-            return  # not a count change (moto also streams a transaction's bare key first)
+            return  # not a count change: nothing new to push
         _, app_code, user_id = str(new["pk"]).split("#", 2)
         unread, current = inbox().versioned_count(app_code, user_id)
         realtime().push_to_user(app_code, user_id, {"type": "inbox_updated", "unreadCount": unread, "version": current})

@@ -1,0 +1,99 @@
+"""One Lambda execution environment: a process of its own that imports one function's handler once and serves
+its invocations one at a time, as Lambda's runtime does.
+
+The local cloud (`herald_dev.runtime`) starts it with the function's own environment and talks to it over two
+pipes: first a line saying init is done (`{"ready": true}`, or the import's error), then one invocation per
+line in (`{"event": ..., "timeout_s": ...}`) and one answer per line out (`{"result": ...}` or
+`{"error": ..., "message": ...}`). It kills the process when an invocation outlives the
+function's Timeout. Logs go to the inherited stdout and stderr. The process dies with the local cloud that
+started it (Linux's parent-death signal), as a Lambda environment does not outlive its service.
+
+`python -m herald_dev.lambda_instance http CODE_DIR HANDLER_MODULE HOST PORT` serves the HTTP function's ASGI
+app instead, in the same kind of process (its own imports and environment).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent dies (a SIGKILLed local cloud takes its functions with it)."""
+    with contextlib.suppress(OSError):  # not Linux: the closed pipes still end the process
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+class InstanceContext:
+    """The Lambda context object, counting down from the moment the invocation arrived."""
+
+    def __init__(self, function_name: str, memory_mb: int, timeout_s: float, region: str, request_id: str) -> None:
+        self.function_name = function_name
+        self.memory_limit_in_mb = memory_mb
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:{region}:123456789012:function:{function_name}"
+        self.aws_request_id = request_id
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = f"local/{os.getpid()}"
+        self._deadline = time.monotonic() + timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def serve_invocations(code_dir: str, handler: str, requests_fd: int, answers_fd: int) -> None:
+    """Init (import the handler), say so on the first answer line, then one answer per invocation."""
+    sys.path.insert(0, code_dir)
+    module_name, _, attribute = handler.rpartition(".")
+    with os.fdopen(requests_fd, "r") as requests, os.fdopen(answers_fd, "w") as answers:
+
+        def answer(message: dict[str, Any]) -> None:
+            answers.write(json.dumps(message, default=str) + "\n")
+            answers.flush()
+
+        try:
+            handle = getattr(importlib.import_module(module_name), attribute)
+        except Exception as exc:
+            answer({"error": "Runtime.ImportModuleError", "message": f"{type(exc).__name__}: {exc}"})
+            return
+        answer({"ready": True})
+        for line in requests:
+            request = json.loads(line)
+            context = InstanceContext(
+                request["function_name"], request["memory_mb"], request["timeout_s"], request["region"], request["id"]
+            )
+            try:
+                answer({"result": handle(request["event"], context)})
+            except Exception as exc:
+                answer({"error": type(exc).__name__, "message": str(exc)})
+
+
+def serve_http(code_dir: str, module_name: str, host: str, port: int) -> None:
+    import uvicorn
+
+    sys.path.insert(0, code_dir)
+    app = importlib.import_module(module_name).app
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def main(argv: list[str]) -> None:
+    die_with_parent(int(os.environ.pop("HERALD_LOCAL_PARENT_PID", os.getppid())))
+    if argv[1] == "http":
+        serve_http(argv[2], argv[3], argv[4], int(argv[5]))
+    else:
+        serve_invocations(argv[2], argv[3], int(argv[4]), int(argv[5]))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
