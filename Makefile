@@ -6,15 +6,16 @@ BIN := $(VENV)/bin
 # The install stamp changes with pyproject.toml, so a changed dependency reinstalls.
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml layers/requirements.txt | sha1sum | cut -c1-12)
 DYNAMODB_LOCAL := infra/dynamodb-local/node_modules/.package-lock.json
+FAUXQS := infra/fauxqs/node_modules/.package-lock.json
 # SAM CLI lives in its own environment: its pins (boto3, pydantic, ...) never touch the project's venv.
 SAM_CLI_VERSION := 1.170.0
 SAM_VENV := .sam-cli
 SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
 
-.PHONY: setup dev test lint format unit integration-moto integration-dynamodb-local bench soak deploy sam-check clean
+.PHONY: setup dev test lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
 
-setup: $(STAMP) $(DYNAMODB_LOCAL)
+setup: $(STAMP) $(DYNAMODB_LOCAL) $(FAUXQS)
 
 $(STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Herald needs Python 3.11 (the Lambda runtime), found " + sys.version)'
@@ -25,14 +26,18 @@ $(STAMP):
 $(DYNAMODB_LOCAL): infra/dynamodb-local/package.json infra/dynamodb-local/package-lock.json
 	npm ci --prefix infra/dynamodb-local --no-audit --no-fund --loglevel=error
 
+$(FAUXQS): infra/fauxqs/package.json infra/fauxqs/package-lock.json
+	npm ci --prefix infra/fauxqs --no-audit --no-fund --loglevel=error
+
 ## dev: the whole product on this machine (embedded AWS, HTTP + WebSocket APIs, pollers, fakes)
 dev: $(STAMP)
 	$(BIN)/herald local
 
-## test: lint, the AWS build check, then every test on moto, then the integration suite again on DynamoDB Local
+## test: lint, the AWS build check, then every test on moto, then the integration suite again on the second
+## engines (DynamoDB Local for the tables, fauxqs for the queues); `make integration-matrix` runs all four pairs
 test: setup lint sam-check
 	$(BIN)/pytest
-	HERALD_TEST_DYNAMODB=local $(BIN)/pytest -m integration
+	HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -50,6 +55,13 @@ unit: $(STAMP)
 
 integration-dynamodb-local: setup
 	HERALD_TEST_DYNAMODB=local $(BIN)/pytest -m integration
+
+## integration-matrix: the integration suite on {moto, DynamoDB Local} x {moto SQS (corrected), fauxqs}
+integration-matrix: setup
+	$(BIN)/pytest -m integration
+	HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration
+	HERALD_TEST_DYNAMODB=local $(BIN)/pytest -m integration
+	HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench/cold_start.py
@@ -79,4 +91,4 @@ deploy: $(SAM_STAMP)
 	$(SAM) deploy
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .herald infra/dynamodb-local/node_modules
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .herald infra/dynamodb-local/node_modules infra/fauxqs/node_modules

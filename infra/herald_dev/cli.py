@@ -61,6 +61,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         moto_port=args.moto_port,
         aws_endpoint=backing["aws_endpoint"] if backing else args.aws_endpoint,
         dynamodb_endpoint=args.dynamodb_endpoint,
+        sqs_endpoint=args.sqs_endpoint,
         parameter_overrides=_parse_pairs(args.parameter),
         environment=_parse_pairs(args.env),
         secrets=_parse_pairs(args.secret),
@@ -133,6 +134,8 @@ def _client(args: argparse.Namespace, service: str) -> Any:
     endpoint = state["aws_endpoint"]
     if service in ("dynamodb", "dynamodbstreams") and state.get("dynamodb_endpoint"):
         endpoint = state["dynamodb_endpoint"]
+    if service == "sqs" and state.get("sqs_endpoint"):
+        endpoint = state["sqs_endpoint"]
     return boto3.client(  # type: ignore[call-overload]
         service,
         endpoint_url=endpoint,
@@ -573,6 +576,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     local.add_argument(
         "--dynamodb-endpoint", default=os.environ.get("HERALD_DYNAMODB_ENDPOINT"), help="e.g. DynamoDB Local"
+    )
+    local.add_argument(
+        "--sqs-endpoint", default=os.environ.get("HERALD_SQS_ENDPOINT"), help="e.g. fauxqs (infra/fauxqs/serve.mjs)"
     )
     local.add_argument(
         "--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter override"

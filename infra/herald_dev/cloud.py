@@ -70,6 +70,7 @@ class LocalCloudConfig:
     moto_port: int = 4566
     aws_endpoint: str | None = None  # an already running AWS emulator instead of the embedded moto
     dynamodb_endpoint: str | None = None  # e.g. DynamoDB Local
+    sqs_endpoint: str | None = None  # e.g. fauxqs (infra/fauxqs), an SQS server independent of moto
     parameter_overrides: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)  # template parameter naming an SSM secret -> value
@@ -136,6 +137,9 @@ class LocalCloud:
             env["AWS_ENDPOINT_URL_DYNAMODB"] = self.config.dynamodb_endpoint
             env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = self.config.dynamodb_endpoint
             log.info("DynamoDB at %s", self.config.dynamodb_endpoint)
+        if self.config.sqs_endpoint:
+            env["AWS_ENDPOINT_URL_SQS"] = self.config.sqs_endpoint
+            log.info("SQS at %s", self.config.sqs_endpoint)
         os.environ.update(env)
 
     def client(self, service: str) -> Any:
@@ -311,6 +315,7 @@ class LocalCloud:
             "region": self.config.region,
             "aws_endpoint": self.aws_endpoint,
             "dynamodb_endpoint": self.config.dynamodb_endpoint,
+            "sqs_endpoint": self.config.sqs_endpoint,
             "http_url": self.http_url,
             "ws_url": self.ws_url,
             "resources": self.stack.attributes,

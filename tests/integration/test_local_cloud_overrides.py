@@ -17,10 +17,13 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.skipif(os.environ.get("HERALD_TEST_DYNAMODB") == "local", reason="about the providers, not the tables")
-def test_a_tencent_im_given_by_template_parameters_and_an_ssm_secret_receives_the_pushes(tmp_path: Path) -> None:
+def test_a_tencent_im_given_by_template_parameters_and_an_ssm_secret_receives_the_pushes(
+    tmp_path: Path, sqs_endpoint: str | None
+) -> None:
     own = FakeTencentIm(sdk_app_id=1400000777, admin="ops_admin", secret_key="the-users-own-key").start()
     cloud = LocalCloudProcess(
         tmp_path,
+        sqs_endpoint=sqs_endpoint,
         parameters={
             "TencentImBaseUrl": own.url,
             "TencentImSdkAppId": "1400000777",

@@ -26,12 +26,13 @@ def sink(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def poller_cloud(
-    tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None, sink: Path
+    tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None, sqs_endpoint: str | None, sink: Path
 ) -> Iterator[LocalCloudProcess]:
     process = LocalCloudProcess(
         tmp_path_factory.mktemp("pollers"),
         template=FIXTURE,
         dynamodb_endpoint=dynamodb_endpoint,
+        sqs_endpoint=sqs_endpoint,
         parameters={"SinkPath": str(sink)},
     ).start()
     yield process

@@ -64,29 +64,40 @@ def test_poison_push_is_dead_lettered_then_redriven_once_in_group_order_after_an
     dlq = im_dlq(cloud)
     sqs = cloud.client("sqs")
 
+    # SQS hands out up to ten messages of one group in a receive (as moto, corrected, does); fauxqs hands out
+    # one, so a peek there shows a group's first message and counts the rest in the depth.
+    shown_per_group = 1 if cloud.sqs_endpoint else 10
+
     def dead_lettered(count: int) -> list[dict[str, Any]]:
         peeked = herald(cloud, "peek", "ImPushDeadLetters", "--max", "50", "--wait", "1")
         mine = [m for m in peeked if target.user in m["group"]]
-        assert len(mine) == count, mine
+        assert len(mine) == min(count, shown_per_group), mine
         return mine
+
+    def dlq_depth() -> int:
+        return int({row["dlq"]: row["depth"] for row in herald(cloud, "list")}["ImPushDeadLetters"])
 
     (confirm_push,) = eventually(lambda: dead_lettered(1))
     assert "20003" in confirm_push["failure_reason"]
     confirm_id = json.loads(confirm_push["body"])["confirm_id"]
     assert inviter.invitation(invitation["invitation_id"])  # the owner's record is unaffected
+    depth_before = dlq_depth()
     assert target.act(confirm_id, "accept").status_code == 200  # its update push is refused too
-    pushes = eventually(lambda: dead_lettered(2))
-    assert [(json.loads(p["body"])["kind"], json.loads(p["body"])["status"]) for p in pushes] == [
-        ("im_confirm", "pending"),
-        ("im_confirm_update", "accepted"),
-    ]
+
+    def update_dead_lettered() -> None:
+        assert dlq_depth() == depth_before + 1
+
+    eventually(update_dead_lettered)
+    pushes = dead_lettered(2)
+    expected = [("im_confirm", "pending"), ("im_confirm_update", "accepted")]
+    assert [(json.loads(p["body"])["kind"], json.loads(p["body"])["status"]) for p in pushes] == expected[: len(pushes)]
     listed = {row["dlq"]: row for row in herald(cloud, "list")}
-    assert listed["ImPushDeadLetters"]["depth"] >= 2 and listed["ImPushDeadLetters"]["source"] == "ImPushQueue"
+    assert listed["ImPushDeadLetters"]["source"] == "ImPushQueue"
     assert im_messages(cloud, target.user) == []
 
     plan = herald(cloud, "redrive", "ImPushDeadLetters")[0]
     assert plan["dry_run"] is True and plan["to"] == "ImPushQueue"
-    assert len(dead_lettered(2)) == 2  # the plan moved nothing
+    assert dlq_depth() == depth_before + 1 and dead_lettered(2)  # the plan moved nothing
 
     # The cause is gone (the fake's faults are used up). A redrive dies after its first send ...
     journal = tmp_path / "redrive.json"

