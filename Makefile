@@ -35,9 +35,15 @@ dev: $(STAMP)
 
 ## test: lint, the AWS build check, then every test on moto, then the integration suite again on the second
 ## engines (DynamoDB Local for the tables, fauxqs for the queues); `make integration-matrix` runs all four pairs
+## The crash soak spends minutes waiting for in-flight messages' visibility timeouts (as SQS would) with the
+## CPU idle, so it runs beside the rest; its output follows theirs.
+CRASH_LOG := .herald/crash-soak.log
 test: setup lint sam-check
-	$(BIN)/pytest
-	HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration
+	@mkdir -p .herald
+	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
+	$(BIN)/pytest -m "not crash" && HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration; \
+	status=$$?; wait $$crash; crashed=$$?; cat $(CRASH_LOG); \
+	[ $$status -eq 0 ] && [ $$crashed -eq 0 ]
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

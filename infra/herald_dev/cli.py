@@ -3,6 +3,7 @@
 herald local                 the whole stack on this machine (what `make dev` runs)
 herald backing               AWS (moto) and the provider fakes alone, to outlive `herald local --backing`
 herald token --user 10002    a dev JWT for the local cloud
+herald fake im --to 10002 --type im_confirm --after-ms T   wait for what the fake Tencent IM received
 herald keys create|list|rotate|revoke   service keys (a new key is printed once), local or --stack
 herald ops events ...        blocked services, UNKNOWN jobs, and their resolution
 herald ops dlq ...           dead-letter queues: list, peek, redrive (order kept, resumable), purge
@@ -105,6 +106,30 @@ def cmd_backing(args: argparse.Namespace) -> int:
     moto.stop()
     Path(args.state_file).unlink(missing_ok=True)
     return 0
+
+
+def cmd_fake_im(args: argparse.Namespace) -> int:
+    """Wait for the first message the local cloud's fake Tencent IM received to `--to` (of `--type`) after
+    `--after-ms`, and print it (or one field of its data): how a script waits for a push, never racing it."""
+    import urllib.request
+
+    url = _local_state(args)["fakes"]["tencent_im"]
+    deadline = time.monotonic() + args.wait
+    while True:
+        with urllib.request.urlopen(f"{url}/__fake/messages", timeout=10) as response:  # noqa: S310 - loopback fake
+            received = json.loads(response.read())
+        for message in received:
+            data = message["data"]
+            if message["to"] != args.to or message["received_at_ms"] <= args.after_ms:
+                continue
+            if args.type and data.get("type") != args.type:
+                continue
+            print(data[args.field] if args.field else json.dumps(message, ensure_ascii=False))
+            return 0
+        if time.monotonic() >= deadline:
+            print(f"error: no message to {args.to} within {args.wait:g} s", file=sys.stderr)
+            return 1
+        time.sleep(0.1)
 
 
 def cmd_token(args: argparse.Namespace) -> int:
@@ -629,6 +654,18 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--roles", default="")
     token.add_argument("--ttl", type=int, default=24 * 3600, help="seconds")
     token.set_defaults(run=cmd_token)
+
+    fake = commands.add_parser("fake", help="what the local cloud's provider fakes received").add_subparsers(
+        dest="fake_command", required=True
+    )
+    fake_im = fake.add_parser("im", help="wait for a message the fake Tencent IM received, and print it")
+    fake_im.add_argument("--to", required=True, help="the receiving user id")
+    fake_im.add_argument("--type", help="the custom message's data.type, e.g. im_confirm")
+    fake_im.add_argument("--after-ms", type=int, default=0, help="only messages received after this (epoch ms)")
+    fake_im.add_argument("--field", help="print this field of the message's data instead of the whole message")
+    fake_im.add_argument("--wait", type=float, default=15.0, help="seconds to wait for it")
+    fake_im.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    fake_im.set_defaults(run=cmd_fake_im)
 
     _add_keys_parsers(commands)
     _add_ops_parsers(commands)

@@ -10,7 +10,7 @@ import pytest
 
 from tests.soak.run import healthy, soak
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.crash]
 
 
 @pytest.mark.skipif(

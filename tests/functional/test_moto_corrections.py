@@ -1,0 +1,100 @@
+"""Each correction the local cloud makes to moto (herald_dev.moto_patches), shown against moto as released:
+the same requests to a plain moto server and to a corrected one, plain moto doing what the AWS documentation
+says SQS or DynamoDB does not, the corrected one doing what it says they do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.support.local_cloud import LOCAL_CREDENTIALS, REPO, free_port
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, str]]:
+    """{"plain": endpoint, "corrected": endpoint}"""
+    started: dict[str, tuple[subprocess.Popen[str], str]] = {}
+    for kind in ("plain", "corrected"):
+        port = free_port()
+        command = [sys.executable, str(REPO / "tests" / "support" / "moto_server.py"), str(port)]
+        process = subprocess.Popen(
+            [*command, "patched"] if kind == "corrected" else command, stdout=subprocess.PIPE, text=True, cwd=REPO
+        )
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        started[kind] = (process, f"http://127.0.0.1:{port}")
+    yield {kind: endpoint for kind, (_, endpoint) in started.items()}
+    for process, _ in started.values():
+        process.kill()
+        process.wait()
+
+
+def client(service: str, endpoint: str) -> Any:
+    return boto3.client(service, endpoint_url=endpoint, **LOCAL_CREDENTIALS)  # type: ignore[call-overload]
+
+
+def resend_after_the_first_was_consumed(endpoint: str) -> list[str]:
+    sqs = client("sqs", endpoint)
+    url = sqs.create_queue(QueueName="dedup.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="first", MessageGroupId="g", MessageDeduplicationId="same")
+    (taken,) = sqs.receive_message(QueueUrl=url)["Messages"]
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=taken["ReceiptHandle"])
+    sqs.send_message(QueueUrl=url, MessageBody="again", MessageGroupId="g", MessageDeduplicationId="same")
+    return [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])]
+
+
+def test_a_fifo_resend_within_five_minutes_is_dropped_even_after_the_first_was_deleted(
+    servers: dict[str, str],
+) -> None:
+    """AWS (SQS developer guide, "Using the message deduplication ID"): a message sent with a deduplication id
+    already sent within the 5-minute interval is accepted but not delivered. A redrive resumed after a crash
+    and the IM outbox's redelivered records rely on it."""
+    assert resend_after_the_first_was_consumed(servers["plain"]) == ["again"]  # moto delivers the duplicate
+    assert resend_after_the_first_was_consumed(servers["corrected"]) == []
+
+
+def stream_after_a_cancelled_transaction(endpoint: str) -> tuple[list[str], list[str]]:
+    """(keys the stream shows, keys the table holds) after: put a, a cancelled transaction (put b, put a if
+    absent), put c; the stream read with an iterator taken before the transaction."""
+    dynamodb, streams = client("dynamodb", endpoint), client("dynamodbstreams", endpoint)
+    table = dynamodb.create_table(
+        TableName="t",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )["TableDescription"]
+    stream_arn = table["LatestStreamArn"]
+    dynamodb.put_item(TableName="t", Item={"pk": {"S": "a"}})
+    (shard,) = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
+    iterator = streams.get_shard_iterator(
+        StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": "t", "Item": {"pk": {"S": "b"}}}},
+                {
+                    "Put": {
+                        "TableName": "t",
+                        "Item": {"pk": {"S": "a"}},
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+    dynamodb.put_item(TableName="t", Item={"pk": {"S": "c"}})
+    shown = [r["dynamodb"]["Keys"]["pk"]["S"] for r in streams.get_records(ShardIterator=iterator)["Records"]]
+    held = sorted(item["pk"]["S"] for item in dynamodb.scan(TableName="t")["Items"])
+    return shown, held
+
+
+def test_a_cancelled_transaction_streams_nothing_and_the_stream_goes_on(servers: dict[str, str]) -> None:
+    """AWS (DynamoDB developer guide, TransactWriteItems): all-or-nothing; a stream records only writes that
+    happened. moto streams the cancelled put and, having swapped the table's shard, nothing after it."""
+    assert stream_after_a_cancelled_transaction(servers["plain"]) == (["a", "b"], ["a", "c"])
+    assert stream_after_a_cancelled_transaction(servers["corrected"]) == (["a", "c"], ["a", "c"])
