@@ -10,27 +10,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.local_cloud import RATE_LIMITS_OFF, DynamoDBLocal, FauxQs, LocalCloudProcess
+from tests.support.local_cloud import RATE_LIMITS_OFF, DynamoDBLocal, FauxQs, LocalCloudProcess, LocalEngine
+
+
+def _second_engine(
+    factory: pytest.TempPathFactory, variable: str, value: str, engine: type[LocalEngine]
+) -> Iterator[str | None]:
+    """The engine's endpoint when the environment asks for it (`variable=value`), else None (moto)."""
+    if os.environ.get(variable) != value:
+        yield None
+        return
+    running = engine(factory.mktemp(engine.name.replace(" ", "-"))).start()
+    yield running.endpoint
+    running.stop()
 
 
 @pytest.fixture(scope="session")
 def dynamodb_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
-    if os.environ.get("HERALD_TEST_DYNAMODB") != "local":
-        yield None
-        return
-    engine = DynamoDBLocal(tmp_path_factory.mktemp("dynamodb-local")).start()
-    yield engine.endpoint
-    engine.stop()
+    yield from _second_engine(tmp_path_factory, "HERALD_TEST_DYNAMODB", "local", DynamoDBLocal)
 
 
 @pytest.fixture(scope="session")
 def sqs_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
-    if os.environ.get("HERALD_TEST_SQS") != "fauxqs":
-        yield None
-        return
-    engine = FauxQs(tmp_path_factory.mktemp("fauxqs")).start()
-    yield engine.endpoint
-    engine.stop()
+    yield from _second_engine(tmp_path_factory, "HERALD_TEST_SQS", "fauxqs", FauxQs)
 
 
 @pytest.fixture(scope="session")

