@@ -503,11 +503,16 @@ def _add_confirms_parsers(ops: Any) -> None:
     repair.set_defaults(run=cmd_confirms_repair)
 
 
+def _state_file_option(parser: argparse.ArgumentParser) -> None:
+    """Where the running local cloud writes its endpoints and resources."""
+    parser.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+
+
 def _stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stack", help="a deployed stack (default: the running local cloud)")
     parser.add_argument("--profile")
     parser.add_argument("--region")
-    parser.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    _state_file_option(parser)
     parser.add_argument("--template", default=str(DEFAULT_TEMPLATE), help="where the DLQs are declared")
 
 
@@ -634,7 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=float(os.environ.get("HERALD_ENGINE_TURN_SECONDS", "8")),
         help="how long the reference agent engine works on a turn (0: no engine)",
     )
-    local.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    _state_file_option(local)
     local.add_argument("--backing", help="the state file of a running `herald backing` (AWS and fakes live there)")
     local.set_defaults(run=cmd_local)
 
@@ -664,7 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
     fake_im.add_argument("--after-ms", type=int, default=0, help="only messages received after this (epoch ms)")
     fake_im.add_argument("--field", help="print this field of the message's data instead of the whole message")
     fake_im.add_argument("--wait", type=float, default=15.0, help="seconds to wait for it")
-    fake_im.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+    _state_file_option(fake_im)
     fake_im.set_defaults(run=cmd_fake_im)
 
     _add_keys_parsers(commands)

@@ -112,7 +112,7 @@ def describe(sqs: Any, dlq: DeadLetterQueue, now_ms: int, wait_s: int = WAIT_SEC
         "dlq": dlq.logical_id,
         "kind": dlq.kind,
         "source": dlq.source_logical_id,
-        "depth": depth(sqs, dlq.url),
+        "depth": seen.depth,
         "oldest_age_s": round((now_ms - oldest) / 1000, 1) if oldest is not None else None,
     }
 

@@ -38,11 +38,13 @@ def die_with_parent(parent_pid: int) -> None:
 class InstanceContext:
     """The Lambda context object, counting down from the moment the invocation arrived."""
 
-    def __init__(self, function_name: str, memory_mb: int, timeout_s: float, region: str, request_id: str) -> None:
+    def __init__(
+        self, function_name: str, function_arn: str, memory_mb: int, timeout_s: float, request_id: str
+    ) -> None:
         self.function_name = function_name
         self.memory_limit_in_mb = memory_mb
         self.function_version = "$LATEST"
-        self.invoked_function_arn = f"arn:aws:lambda:{region}:123456789012:function:{function_name}"
+        self.invoked_function_arn = function_arn
         self.aws_request_id = request_id
         self.log_group_name = f"/aws/lambda/{function_name}"
         self.log_stream_name = f"local/{os.getpid()}"
@@ -71,7 +73,11 @@ def serve_invocations(code_dir: str, handler: str, requests_fd: int, answers_fd:
         for line in requests:
             request = json.loads(line)
             context = InstanceContext(
-                request["function_name"], request["memory_mb"], request["timeout_s"], request["region"], request["id"]
+                request["function_name"],
+                request["function_arn"],
+                request["memory_mb"],
+                request["timeout_s"],
+                request["id"],
             )
             try:
                 answer({"result": handle(request["event"], context)})

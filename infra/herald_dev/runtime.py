@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from herald_dev.template import LocalStack
+from herald_dev.template import ACCOUNT_ID, LocalStack
 
 log = logging.getLogger("local-cloud")
 
@@ -140,9 +140,9 @@ class LocalFunction:
             request = {
                 "event": event,
                 "function_name": self.name,
+                "function_arn": f"arn:aws:lambda:{self.region}:{ACCOUNT_ID}:function:{self.name}",
                 "memory_mb": self.memory_mb,
                 "timeout_s": self.timeout_s,
-                "region": self.region,
                 "id": str(uuid.uuid4()),
             }
             started = time.monotonic()

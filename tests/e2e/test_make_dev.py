@@ -7,15 +7,13 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 import websockets
 
-from tests.support.local_cloud import REPO, free_port
+from tests.support.local_cloud import free_port, start_make_dev
 from tests.support.tokens import make_token
 from tests.support.waiting import eventually
 
@@ -59,16 +57,8 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
     }
-    log = (tmp_path / "make-dev.log").open("wb")
-    process = subprocess.Popen(
-        ["make", "dev"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
+    process = start_make_dev(env, state, tmp_path / "make-dev.log")
     try:
-        deadline = time.monotonic() + 120
-        while not state.exists():
-            assert process.poll() is None, (tmp_path / "make-dev.log").read_text()
-            assert time.monotonic() < deadline, "make dev did not become ready"
-            time.sleep(0.2)
         health = httpx.get(f"http://127.0.0.1:{http_port}/api/v1/health")
         assert health.status_code == 200 and health.json()["data"]["status"] == "ok"
 

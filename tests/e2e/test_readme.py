@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.support.local_cloud import REPO
+from tests.support.local_cloud import start_make_dev
 from tests.support.readme import DEV_STATE, json_values, newcomer_environment, readme_blocks, run_block
 from tests.support.waiting import eventually
 
@@ -43,21 +41,8 @@ def block(start: str) -> str:
 def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     if DEV_STATE.exists():
         pytest.fail(f"{DEV_STATE} exists: is `make dev` already running? The README's ports must be free")
-    log_path = tmp_path_factory.mktemp("readme") / "make-dev.log"
-    process = subprocess.Popen(
-        ["make", "dev"],
-        cwd=REPO,
-        env=newcomer_environment(),
-        stdout=log_path.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    process = start_make_dev(newcomer_environment(), DEV_STATE, tmp_path_factory.mktemp("readme") / "make-dev.log")
     try:
-        deadline = time.monotonic() + 120
-        while not DEV_STATE.exists():
-            assert process.poll() is None, log_path.read_text()[-4000:]
-            assert time.monotonic() < deadline, "make dev did not become ready"
-            time.sleep(0.2)
         yield
     finally:
         os.killpg(process.pid, signal.SIGINT)

@@ -48,6 +48,21 @@ def _wait(predicate: Any, timeout: float, what: str, log_path: Path | None = Non
     raise TimeoutError(f"{what} not ready after {timeout}s\n{tail}")
 
 
+def start_make_dev(env: dict[str, str], state: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """`make dev` in its own process group (so a Ctrl-C reaches make and the local cloud), once it is ready:
+    its state file written."""
+    process = subprocess.Popen(
+        ["make", "dev"], cwd=REPO, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+    deadline = time.monotonic() + 120
+    while not state.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGINT)
+            raise AssertionError(f"make dev did not become ready:\n{log_path.read_text()[-4000:]}")
+        time.sleep(0.2)
+    return process
+
+
 class LocalEngine:
     """A second implementation of an AWS service, as a server process in memory on a free loopback port."""
 
