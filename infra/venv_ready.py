@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import sysconfig
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -46,10 +47,11 @@ def missing(requirements: list[str]) -> list[str]:
 
 
 def installed_editable_from(project: str, checkout: Path) -> bool:
-    try:
-        direct_url = metadata.distribution(project).read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return False
+    """Installed into this environment's site-packages (a `herald.egg-info` left in the checkout by a build,
+    which sits on sys.path when run from there, is not an install) in editable mode from `checkout`."""
+    site_packages = [sysconfig.get_paths()["purelib"]]
+    installed = [d for d in metadata.distributions(path=site_packages) if d.metadata["Name"] == project]
+    direct_url = installed[0].read_text("direct_url.json") if installed else None
     if not direct_url:
         return False
     origin = json.loads(direct_url)

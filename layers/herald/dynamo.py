@@ -8,6 +8,7 @@ from typing import Any
 
 AttributeValue = dict[str, Any]
 Item = dict[str, AttributeValue]
+Image = dict[str, Any]  # a stream record's image, as DynamoDB sends it (attribute-value maps)
 
 
 def to_attr(value: Any) -> AttributeValue:
@@ -71,6 +72,11 @@ def to_item(values: Mapping[str, Any]) -> Item:
 
 def from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return {k: from_attr(v) for k, v in item.items()}
+
+
+def from_image(image: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any] | None:
+    """A stream image as plain values (None stays None)."""
+    return from_item(image) if image else None
 
 
 def is_conditional_check_failed(exc: Exception) -> bool:

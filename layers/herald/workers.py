@@ -28,12 +28,12 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from herald import aws, budgets
 from herald.clock import now_ms
-from herald.dynamo import from_item
+from herald.dynamo import Image
 from herald.observability import logger, metrics
 
 MAX_BACKOFF_SECONDS = 300
 
-StreamHandler = Callable[[dict[str, Any] | None, dict[str, Any] | None], None]
+StreamHandler = Callable[[Image | None, Image | None], None]
 
 
 class PermanentFailure(Exception):
@@ -53,7 +53,7 @@ def process_stream(event: dict[str, Any], context: Any, handle: StreamHandler) -
         images = record.raw_event.get("dynamodb", {})
         old, new = images.get("OldImage"), images.get("NewImage")
         try:
-            handle(from_item(old) if old else None, from_item(new) if new else None)
+            handle(old or None, new or None)
         except Exception:
             logger.exception("stream record failed", sequence_number=images.get("SequenceNumber"))
             raise

@@ -3,114 +3,121 @@ the `by_service` index. The secret itself is never stored, only its hash."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from botocore.exceptions import ClientError
+from pynamodb.attributes import BooleanAttribute, UnicodeAttribute
+from pynamodb.exceptions import UpdateError
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
 
 from herald.auth.models import ServiceKeyRecord
-from herald.dynamo import from_item, is_conditional_check_failed, to_attr, to_item
-from herald.dynamo_table import DynamoTable
 from herald.errors import NotFound
+from herald.tables import Database, IntAttribute, condition_failed, string_list
 
-BY_SERVICE_INDEX = "by_service"
-
-
-def _key(key_id: str) -> dict[str, Any]:
-    return {"pk": {"S": f"KEY#{key_id}"}}
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
-def _record(item: dict[str, Any]) -> ServiceKeyRecord:
-    return ServiceKeyRecord(
-        key_id=item["key_id"],
-        service_id=item["service_id"],
-        secret_hash=item["secret_hash"],
-        created_at_ms=item["created_at_ms"],
-        capabilities=frozenset(item.get("capabilities", ())),
-        app_codes=frozenset(item.get("app_codes", ())),
-        targets=frozenset(item.get("targets", ())),
-        allow_markdown=bool(item.get("allow_markdown", False)),
-        expires_at_ms=item.get("expires_at_ms"),
-        revoked_at_ms=item.get("revoked_at_ms"),
-        last_used_at_ms=item.get("last_used_at_ms"),
-        rotated_from=item.get("rotated_from"),
-    )
+class ByService(GlobalSecondaryIndex["ServiceKeyRow"]):
+    class Meta:
+        index_name = "by_service"
+        projection = AllProjection()
+
+    service_id = UnicodeAttribute(hash_key=True)
 
 
-class DynamoServiceKeyStore(DynamoTable):
+class ServiceKeyRow(Model):
+    """ServiceKeysTable: one item a key."""
+
+    pk = UnicodeAttribute(hash_key=True)  # "KEY#<key_id>"
+    key_id = UnicodeAttribute(null=True)  # absent on a service record of an older release
+    service_id = UnicodeAttribute()
+    secret_hash = UnicodeAttribute()
+    created_at_ms = IntAttribute()
+    capabilities = string_list(null=True)
+    app_codes = string_list(null=True)
+    targets = string_list(null=True)
+    allow_markdown = BooleanAttribute(null=True)
+    expires_at_ms = IntAttribute(null=True)
+    revoked_at_ms = IntAttribute(null=True)
+    last_used_at_ms = IntAttribute(null=True)
+    rotated_from = UnicodeAttribute(null=True)
+    by_service = ByService()
+
+    def record(self) -> ServiceKeyRecord:
+        return ServiceKeyRecord(
+            key_id=self.key_id or "",
+            service_id=self.service_id,
+            secret_hash=self.secret_hash,
+            created_at_ms=self.created_at_ms,
+            capabilities=frozenset(self.capabilities or ()),
+            app_codes=frozenset(self.app_codes or ()),
+            targets=frozenset(self.targets or ()),
+            allow_markdown=bool(self.allow_markdown),
+            expires_at_ms=self.expires_at_ms,
+            revoked_at_ms=self.revoked_at_ms,
+            last_used_at_ms=self.last_used_at_ms,
+            rotated_from=self.rotated_from,
+        )
+
+
+def _pk(key_id: str) -> str:
+    return f"KEY#{key_id}"
+
+
+class DynamoServiceKeyStore:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._rows = Database(client).bind(ServiceKeyRow, table_name)
+
     def get_key(self, key_id: str) -> ServiceKeyRecord | None:
-        item = self._get_item(_key(key_id))
-        return _record(item) if item else None
+        try:
+            row = self._rows.get(_pk(key_id), consistent_read=True)
+        except self._rows.DoesNotExist:
+            return None
+        return row.record() if row.key_id else None
 
     def put_key(self, key: ServiceKeyRecord) -> None:
-        item: dict[str, Any] = {
-            "pk": f"KEY#{key.key_id}",
-            "key_id": key.key_id,
-            "service_id": key.service_id,
-            "secret_hash": key.secret_hash,
-            "created_at_ms": key.created_at_ms,
-            "capabilities": sorted(key.capabilities),
-            "app_codes": sorted(key.app_codes),
-            "targets": sorted(key.targets),
-            "allow_markdown": key.allow_markdown,
-            "expires_at_ms": key.expires_at_ms,
-            "revoked_at_ms": key.revoked_at_ms,
-            "rotated_from": key.rotated_from,
-        }
-        self._ddb.put_item(
-            TableName=self._table,
-            Item=to_item({name: value for name, value in item.items() if value is not None}),
-            ConditionExpression="attribute_not_exists(pk)",
-        )
+        self._rows(
+            pk=_pk(key.key_id),
+            key_id=key.key_id,
+            service_id=key.service_id,
+            secret_hash=key.secret_hash,
+            created_at_ms=key.created_at_ms,
+            capabilities=sorted(key.capabilities),
+            app_codes=sorted(key.app_codes),
+            targets=sorted(key.targets),
+            allow_markdown=key.allow_markdown,
+            expires_at_ms=key.expires_at_ms,
+            revoked_at_ms=key.revoked_at_ms,
+            rotated_from=key.rotated_from,
+        ).save(condition=self._rows.pk.does_not_exist())
 
     def keys_of(self, service_id: str) -> list[ServiceKeyRecord]:
-        items = self._query_all(
-            {
-                "TableName": self._table,
-                "IndexName": BY_SERVICE_INDEX,
-                "KeyConditionExpression": "service_id = :service",
-                "ExpressionAttributeValues": {":service": {"S": service_id}},
-            }
-        )
-        return [_record(item) for item in items if "key_id" in item]  # not a service record of an older release
+        return [row.record() for row in self._rows.by_service.query(service_id) if row.key_id]
 
     def all_keys(self) -> list[ServiceKeyRecord]:
         """Every key (an operator's listing: a small table)."""
-        records: list[ServiceKeyRecord] = []
-        params: dict[str, Any] = {"TableName": self._table}
-        while True:
-            response = self._ddb.scan(**params)
-            records.extend(_record(from_item(raw)) for raw in response.get("Items", []) if "key_id" in raw)  # as above
-            if "LastEvaluatedKey" not in response:
-                return records
-            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return [row.record() for row in self._rows.scan() if row.key_id]
 
     def revoke(self, key_id: str, at_ms: int) -> ServiceKeyRecord:
         """Set when the key stops working; an earlier revocation already set stands."""
+        row = self._rows(pk=_pk(key_id))
         try:
-            item = self._ddb.update_item(
-                TableName=self._table,
-                Key=_key(key_id),
-                UpdateExpression="SET revoked_at_ms = :at",
-                ConditionExpression=(
-                    "attribute_exists(pk) AND (attribute_not_exists(revoked_at_ms) OR revoked_at_ms > :at)"
-                ),
-                ExpressionAttributeValues={":at": to_attr(at_ms)},
-                ReturnValues="ALL_NEW",
-            )["Attributes"]
-        except ClientError as exc:
-            if not is_conditional_check_failed(exc):
+            row.update(
+                actions=[self._rows.revoked_at_ms.set(at_ms)],
+                condition=self._rows.pk.exists()
+                & (self._rows.revoked_at_ms.does_not_exist() | (self._rows.revoked_at_ms > at_ms)),
+            )
+        except UpdateError as error:
+            if not condition_failed(error):
                 raise
             record = self.get_key(key_id)
             if record is None:
-                raise NotFound(f"no key {key_id}") from exc
+                raise NotFound(f"no key {key_id}") from error
             return record
-        return _record(from_item(item))
+        return row.record()
 
     def touch(self, key_id: str, at_ms: int) -> None:
-        self._ddb.update_item(
-            TableName=self._table,
-            Key=_key(key_id),
-            UpdateExpression="SET last_used_at_ms = :at",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues={":at": to_attr(at_ms)},
+        self._rows(pk=_pk(key_id)).update(
+            actions=[self._rows.last_used_at_ms.set(at_ms)], condition=self._rows.pk.exists()
         )

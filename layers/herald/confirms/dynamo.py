@@ -14,22 +14,120 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from pynamodb.attributes import MapAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.exceptions import PutError, UpdateError
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
 
 from herald.confirms.delivery import Delivery
 from herald.confirms.models import Confirm, ConfirmStatus
 from herald.confirms.service import StaleConfirm
-from herald.dynamo import from_item, is_conditional_check_failed, is_transaction_cancelled, to_attr, to_item
-from herald.dynamo_table import DynamoTable
+from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, page, string_list
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from herald.dynamo import Image
     from herald.providers.tencent_im import SendResult
 
 ITEM_TYPE = "confirm"
+SOURCE_TYPE = "confirm_source"
 DUE_SHARDS = 4
-BY_PAIR_INDEX = "by_pair"
-BY_DUE_INDEX = "by_due"
-BY_FAILURE_INDEX = "by_failure"
+
+
+class ByPair(GlobalSecondaryIndex["ConfirmRow"]):
+    class Meta:
+        index_name = "by_pair"
+        projection = AllProjection()
+
+    pair_key = UnicodeAttribute(hash_key=True)
+    pair_sort = UnicodeAttribute(range_key=True)
+
+
+class ByDue(GlobalSecondaryIndex["ConfirmRow"]):
+    class Meta:
+        index_name = "by_due"
+        projection = AllProjection()
+
+    due_shard = UnicodeAttribute(hash_key=True)
+    due_at_ms = IntAttribute(range_key=True)
+
+
+class ConfirmRow(Model):
+    """ConfirmsTable, a confirm: its version guards every transition; in `by_due` while open."""
+
+    pk = UnicodeAttribute(hash_key=True)  # CFM#<app>#<confirm_id>
+    item_type = UnicodeAttribute(default=ITEM_TYPE)
+    app_code = UnicodeAttribute()
+    confirm_id = UnicodeAttribute()
+    business_type = UnicodeAttribute()
+    business_subtype = UnicodeAttribute(null=True)
+    business_id = UnicodeAttribute()
+    sender_user_id = UnicodeAttribute()
+    receiver_user_id = UnicodeAttribute()
+    status = UnicodeAttribute()
+    message_text = UnicodeAttribute(null=True)
+    actions = string_list(null=True)
+    payload: MapAttribute[str, Any] = MapAttribute(null=True)
+    source_name = UnicodeAttribute()
+    source_event_id = UnicodeAttribute()
+    processing_action = UnicodeAttribute(null=True)
+    processing_command_id = UnicodeAttribute(null=True)
+    locked_by = UnicodeAttribute(null=True)
+    lock_until_ms = IntAttribute(null=True)
+    processed_action = UnicodeAttribute(null=True)
+    processed_command_id = UnicodeAttribute(null=True)
+    processed_by_user_id = UnicodeAttribute(null=True)
+    processed_at_ms = IntAttribute(null=True)
+    failure_reason = UnicodeAttribute(null=True)
+    created_at_ms = IntAttribute()
+    updated_at_ms = IntAttribute()
+    expire_at_ms = IntAttribute()
+    version = VersionAttribute()
+    pair_key = UnicodeAttribute()
+    pair_sort = UnicodeAttribute()
+    due_shard = UnicodeAttribute(null=True)
+    due_at_ms = IntAttribute(null=True)
+    by_pair = ByPair()
+    by_due = ByDue()
+
+    def confirm(self) -> Confirm:
+        return Confirm(
+            app_code=self.app_code,
+            confirm_id=self.confirm_id,
+            business_type=self.business_type,
+            business_subtype=self.business_subtype or "",
+            business_id=self.business_id,
+            sender_user_id=self.sender_user_id,
+            receiver_user_id=self.receiver_user_id,
+            status=ConfirmStatus(self.status),
+            message_text=self.message_text or "",
+            actions=tuple(self.actions) if self.actions is not None else ("accept", "reject"),
+            payload=self.payload.as_dict() if self.payload is not None else {},
+            source_name=self.source_name,
+            source_event_id=self.source_event_id,
+            processing_action=self.processing_action or "",
+            processing_command_id=self.processing_command_id or "",
+            locked_by=self.locked_by or "",
+            lock_until_ms=self.lock_until_ms or 0,
+            processed_action=self.processed_action or "",
+            processed_command_id=self.processed_command_id or "",
+            processed_by_user_id=self.processed_by_user_id or "",
+            processed_at_ms=self.processed_at_ms or 0,
+            failure_reason=self.failure_reason or "",
+            created_at_ms=self.created_at_ms,
+            updated_at_ms=self.updated_at_ms,
+            expire_at_ms=self.expire_at_ms,
+            version=int(self.version),
+        )
+
+
+class ConfirmSourceRow(Model):
+    """ConfirmsTable, an owner event already projected: written with its confirm, so it makes only one."""
+
+    pk = UnicodeAttribute(hash_key=True)  # SRC#<app>#<source_name>#<source_event_id>
+    item_type = UnicodeAttribute(default=SOURCE_TYPE)
+    confirm_id = UnicodeAttribute()
 
 
 def confirm_key(app_code: str, confirm_id: str) -> str:
@@ -53,112 +151,74 @@ def _due_at(confirm: Confirm) -> int | None:
     return None
 
 
-def confirm_to_item(confirm: Confirm) -> dict[str, Any]:
-    due_at = _due_at(confirm)
-    shard = int(hashlib.sha256(confirm.confirm_id.encode()).hexdigest(), 16) % DUE_SHARDS
-    return to_item(
-        {
-            "pk": confirm_key(confirm.app_code, confirm.confirm_id),
-            "item_type": ITEM_TYPE,
-            "app_code": confirm.app_code,
-            "confirm_id": confirm.confirm_id,
-            "business_type": confirm.business_type,
-            "business_subtype": confirm.business_subtype,
-            "business_id": confirm.business_id,
-            "sender_user_id": confirm.sender_user_id,
-            "receiver_user_id": confirm.receiver_user_id,
-            "status": str(confirm.status),
-            "message_text": confirm.message_text,
-            "actions": list(confirm.actions),
-            "payload": confirm.payload,
-            "source_name": confirm.source_name,
-            "source_event_id": confirm.source_event_id,
-            "processing_action": confirm.processing_action,
-            "processing_command_id": confirm.processing_command_id,
-            "locked_by": confirm.locked_by,
-            "lock_until_ms": confirm.lock_until_ms,
-            "processed_action": confirm.processed_action,
-            "processed_command_id": confirm.processed_command_id,
-            "processed_by_user_id": confirm.processed_by_user_id,
-            "processed_at_ms": confirm.processed_at_ms,
-            "failure_reason": confirm.failure_reason,
-            "created_at_ms": confirm.created_at_ms,
-            "updated_at_ms": confirm.updated_at_ms,
-            "expire_at_ms": confirm.expire_at_ms,
-            "version": confirm.version,
-            "pair_key": pair_key(confirm.app_code, confirm.sender_user_id, confirm.receiver_user_id),
-            "pair_sort": f"{confirm.created_at_ms:013d}#{confirm.confirm_id}",
-            "due_shard": str(shard) if due_at is not None else None,
-            "due_at_ms": due_at,
-        }
-    )
+def confirm_from_image(image: Image) -> Confirm | None:
+    """The confirm a stream image shows (None for a source record)."""
+    if image.get("item_type", {}).get("S") != ITEM_TYPE:
+        return None
+    return ConfirmRow.from_raw_data(image).confirm()
 
 
-def confirm_from_item(item: dict[str, Any]) -> Confirm:
-    return Confirm(
-        app_code=item["app_code"],
-        confirm_id=item["confirm_id"],
-        business_type=item["business_type"],
-        business_subtype=item.get("business_subtype", ""),
-        business_id=item["business_id"],
-        sender_user_id=item["sender_user_id"],
-        receiver_user_id=item["receiver_user_id"],
-        status=ConfirmStatus(item["status"]),
-        message_text=item.get("message_text", ""),
-        actions=tuple(item.get("actions", ("accept", "reject"))),
-        payload=item.get("payload", {}),
-        source_name=item["source_name"],
-        source_event_id=item["source_event_id"],
-        processing_action=item.get("processing_action", ""),
-        processing_command_id=item.get("processing_command_id", ""),
-        locked_by=item.get("locked_by", ""),
-        lock_until_ms=item.get("lock_until_ms", 0),
-        processed_action=item.get("processed_action", ""),
-        processed_command_id=item.get("processed_command_id", ""),
-        processed_by_user_id=item.get("processed_by_user_id", ""),
-        processed_at_ms=item.get("processed_at_ms", 0),
-        failure_reason=item.get("failure_reason", ""),
-        created_at_ms=item["created_at_ms"],
-        updated_at_ms=item["updated_at_ms"],
-        expire_at_ms=item["expire_at_ms"],
-        version=item["version"],
-    )
+class DynamoConfirmStore:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._database = Database(client)
+        self._rows = self._database.bind(ConfirmRow, table_name)
+        self._sources = self._database.bind(ConfirmSourceRow, table_name)
 
-
-class DynamoConfirmStore(DynamoTable):
     def pair_key(self, app_code: str, user_a: str, user_b: str) -> str:
         return pair_key(app_code, user_a, user_b)
 
+    def _row(self, confirm: Confirm, stored_version: int | None) -> ConfirmRow:
+        """`confirm` as a row to put over the stored version `stored_version` (None: a new confirm)."""
+        due_at = _due_at(confirm)
+        shard = int(hashlib.sha256(confirm.confirm_id.encode()).hexdigest(), 16) % DUE_SHARDS
+        row = self._rows(
+            pk=confirm_key(confirm.app_code, confirm.confirm_id),
+            app_code=confirm.app_code,
+            confirm_id=confirm.confirm_id,
+            business_type=confirm.business_type,
+            business_subtype=confirm.business_subtype,
+            business_id=confirm.business_id,
+            sender_user_id=confirm.sender_user_id,
+            receiver_user_id=confirm.receiver_user_id,
+            status=str(confirm.status),
+            message_text=confirm.message_text,
+            actions=list(confirm.actions),
+            payload=confirm.payload,
+            source_name=confirm.source_name,
+            source_event_id=confirm.source_event_id,
+            processing_action=confirm.processing_action,
+            processing_command_id=confirm.processing_command_id,
+            locked_by=confirm.locked_by,
+            lock_until_ms=confirm.lock_until_ms,
+            processed_action=confirm.processed_action,
+            processed_command_id=confirm.processed_command_id,
+            processed_by_user_id=confirm.processed_by_user_id,
+            processed_at_ms=confirm.processed_at_ms,
+            failure_reason=confirm.failure_reason,
+            created_at_ms=confirm.created_at_ms,
+            updated_at_ms=confirm.updated_at_ms,
+            expire_at_ms=confirm.expire_at_ms,
+            pair_key=pair_key(confirm.app_code, confirm.sender_user_id, confirm.receiver_user_id),
+            pair_sort=f"{confirm.created_at_ms:013d}#{confirm.confirm_id}",
+            due_shard=str(shard) if due_at is not None else None,
+            due_at_ms=due_at,
+        )
+        if stored_version is not None:
+            row.version = stored_version
+        return row
+
     def create(self, confirm: Confirm) -> Confirm:
-        source = source_key(confirm.app_code, confirm.source_name, confirm.source_event_id)
+        source = self._sources(
+            pk=source_key(confirm.app_code, confirm.source_name, confirm.source_event_id), confirm_id=confirm.confirm_id
+        )
+
+        def write(transaction: Transaction) -> None:
+            transaction.put(self._row(confirm, None), self._rows.pk.does_not_exist())
+            transaction.put(source, self._sources.pk.does_not_exist())
+
         try:
-            self._transact(
-                [
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": confirm_to_item(confirm),
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": to_item(
-                                {
-                                    "pk": source,
-                                    "item_type": "confirm_source",
-                                    "confirm_id": confirm.confirm_id,
-                                }
-                            ),
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                ]
-            )
-        except ClientError as exc:
-            if not is_transaction_cancelled(exc):
-                raise
+            self._database.transact(write)
+        except Cancelled:
             existing = self.by_source(confirm.app_code, confirm.source_name, confirm.source_event_id)
             if existing is None:
                 raise
@@ -166,184 +226,162 @@ class DynamoConfirmStore(DynamoTable):
         return confirm
 
     def get(self, app_code: str, confirm_id: str) -> Confirm | None:
-        item = self._get_pk(confirm_key(app_code, confirm_id))
-        return confirm_from_item(item) if item and item.get("item_type") == ITEM_TYPE else None
+        try:
+            return self._rows.get(confirm_key(app_code, confirm_id), consistent_read=True).confirm()
+        except self._rows.DoesNotExist:
+            return None
 
     def get_many(self, app_code: str, confirm_ids: list[str]) -> list[Confirm]:
-        found: list[Confirm] = []
-        for start in range(0, len(confirm_ids), 100):
-            keys: list[Any] = [{"pk": {"S": confirm_key(app_code, cid)}} for cid in confirm_ids[start : start + 100]]
-            request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
-            while request:
-                response = self._ddb.batch_get_item(RequestItems=request)
-                found.extend(
-                    confirm_from_item(from_item(raw))
-                    for raw in response.get("Responses", {}).get(self._table, [])
-                    if raw.get("item_type", {}).get("S") == ITEM_TYPE
-                )
-                request = dict(response.get("UnprocessedKeys") or {})
-        return found
+        keys = [confirm_key(app_code, confirm_id) for confirm_id in confirm_ids]
+        return [row.confirm() for row in self._rows.batch_get(keys, consistent_read=True)]
 
     def by_source(self, app_code: str, source_name: str, source_event_id: str) -> Confirm | None:
-        source = self._get_pk(source_key(app_code, source_name, source_event_id))
-        return self.get(app_code, source["confirm_id"]) if source else None
+        try:
+            source = self._sources.get(source_key(app_code, source_name, source_event_id), consistent_read=True)
+        except self._sources.DoesNotExist:
+            return None
+        return self.get(app_code, source.confirm_id)
 
     def transition(self, current: Confirm, new: Confirm) -> Confirm:
+        """`new` over `current`, if the stored confirm still has its version (PynamoDB checks it and stores
+        the next) and its status."""
         try:
-            self._ddb.put_item(
-                TableName=self._table,
-                Item=confirm_to_item(new),
-                ConditionExpression="version = :v AND #s = :s",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={":v": to_attr(current.version), ":s": {"S": str(current.status)}},
-            )
-        except ClientError as exc:
-            if is_conditional_check_failed(exc):
-                raise StaleConfirm(current.confirm_id) from exc
+            self._row(new, current.version).save(condition=self._rows.status == str(current.status))
+        except PutError as error:
+            if condition_failed(error):
+                raise StaleConfirm(current.confirm_id) from error
             raise
         return new
 
     def between(
         self, app_code: str, user_a: str, user_b: str, limit: int, cursor: dict[str, object] | None
     ) -> tuple[list[Confirm], dict[str, object] | None]:
-        params: dict[str, Any] = {
-            "TableName": self._table,
-            "IndexName": BY_PAIR_INDEX,
-            "KeyConditionExpression": "pair_key = :p",
-            "ExpressionAttributeValues": {":p": {"S": pair_key(app_code, user_a, user_b)}},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        items, last = self._query_page(params, cursor)
-        return [confirm_from_item(item) for item in items], last
+        rows, last = page(
+            lambda start: self._rows.by_pair.query(
+                pair_key(app_code, user_a, user_b),
+                scan_index_forward=False,
+                limit=limit,
+                page_size=limit,
+                last_evaluated_key=start,
+            ),
+            cursor,
+        )
+        return [row.confirm() for row in rows], last
 
     def due(self, now: int, limit: int) -> list[Confirm]:
         confirms: list[Confirm] = []
         for shard in range(DUE_SHARDS):
-            response = self._ddb.query(
-                TableName=self._table,
-                IndexName=BY_DUE_INDEX,
-                KeyConditionExpression="due_shard = :s AND due_at_ms <= :now",
-                ExpressionAttributeValues={":s": {"S": str(shard)}, ":now": to_attr(now)},
-                Limit=limit,
-            )
-            confirms.extend(confirm_from_item(from_item(raw)) for raw in response.get("Items", []))
+            rows = self._rows.by_due.query(str(shard), self._rows.due_at_ms <= now, limit=limit, page_size=limit)
+            confirms.extend(row.confirm() for row in rows)
         return confirms[:limit]
 
 
-def _delivery_from_item(item: dict[str, Any]) -> Delivery:
-    app_code, _, confirm_id = item["pk"].partition("#")
-    return Delivery(
-        app_code=app_code,
-        confirm_id=confirm_id,
-        key=item["sk"],
-        msg_random=item["msg_random"],
-        status=item["status"],
-        attempts=item.get("attempts", 0),
-        sent_at_ms=item.get("sent_at_ms", 0),
-        last_error=item.get("last_error", ""),
-        last_error_at_ms=item.get("last_error_at_ms", 0),
-        msg_key=item.get("msg_key", ""),
-        sending_since_ms=item.get("sending_since_ms", 0),
-    )
+class ByFailure(GlobalSecondaryIndex["DeliveryRow"]):
+    class Meta:
+        index_name = "by_failure"
+        projection = AllProjection()
+
+    failure = UnicodeAttribute(hash_key=True)
+    last_error_at_ms = IntAttribute(range_key=True)
 
 
-class DynamoDeliveryStore(DynamoTable):
-    """Deliveries table: `pk = <app>#<confirm_id>`, `sk` = the push (`im_confirm`, `im_confirm_update:<status>`)."""
+class DeliveryRow(Model):
+    """DeliveriesTable: one push of one confirm; in the sparse `by_failure` once it failed for good."""
 
-    def _key(self, app_code: str, confirm_id: str, key: str) -> dict[str, Any]:
-        return {"pk": {"S": f"{app_code}#{confirm_id}"}, "sk": {"S": key}}
+    pk = UnicodeAttribute(hash_key=True)  # <app>#<confirm_id>
+    sk = UnicodeAttribute(range_key=True)  # the push: im_confirm, im_confirm_update:<status>
+    msg_random = IntAttribute()
+    status = UnicodeAttribute()
+    attempts = IntAttribute(null=True)
+    created_at_ms = IntAttribute(null=True)
+    sent_at_ms = IntAttribute(null=True)
+    msg_key = UnicodeAttribute(null=True)
+    sending_since_ms = IntAttribute(null=True)
+    last_error = UnicodeAttribute(null=True)
+    last_error_at_ms = IntAttribute(null=True)
+    failure = UnicodeAttribute(null=True)
+    by_failure = ByFailure()
+
+    def delivery(self) -> Delivery:
+        app_code, _, confirm_id = self.pk.partition("#")
+        return Delivery(
+            app_code=app_code,
+            confirm_id=confirm_id,
+            key=self.sk,
+            msg_random=self.msg_random,
+            status=self.status,
+            attempts=self.attempts or 0,
+            sent_at_ms=self.sent_at_ms or 0,
+            last_error=self.last_error or "",
+            last_error_at_ms=self.last_error_at_ms or 0,
+            msg_key=self.msg_key or "",
+            sending_since_ms=self.sending_since_ms or 0,
+        )
+
+
+class DynamoDeliveryStore:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._rows = Database(client).bind(DeliveryRow, table_name)
+
+    def _row(self, delivery: Delivery) -> DeliveryRow:
+        return self._rows(pk=f"{delivery.app_code}#{delivery.confirm_id}", sk=delivery.key)
 
     def begin(self, app_code: str, confirm_id: str, key: str, msg_random: int, now: int) -> Delivery:
-        fresh = {
-            "pk": f"{app_code}#{confirm_id}",
-            "sk": key,
-            "msg_random": msg_random,
-            "status": "pending",
-            "attempts": 0,
-        }
+        fresh = self._rows(
+            pk=f"{app_code}#{confirm_id}",
+            sk=key,
+            msg_random=msg_random,
+            status="pending",
+            attempts=0,
+            created_at_ms=now,
+        )
         try:
-            self._ddb.put_item(
-                TableName=self._table,
-                Item=to_item({**fresh, "created_at_ms": now}),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-            return _delivery_from_item(fresh)
-        except ClientError as exc:
-            if not is_conditional_check_failed(exc):
+            fresh.save(condition=self._rows.pk.does_not_exist())
+            return fresh.delivery()
+        except PutError as error:
+            if not condition_failed(error):
                 raise
-        item = self._get_item(self._key(app_code, confirm_id, key))
-        if item is None:  # it existed a moment ago, and deliveries are never deleted
-            raise RuntimeError(f"delivery {app_code}#{confirm_id}/{key} vanished")
-        return _delivery_from_item(item)
+        # it exists, and deliveries are never deleted
+        return self._rows.get(fresh.pk, key, consistent_read=True).delivery()
 
     def sent(self, delivery: Delivery, result: SendResult, now: int) -> None:
-        self._ddb.update_item(
-            TableName=self._table,
-            Key=self._key(delivery.app_code, delivery.confirm_id, delivery.key),
-            UpdateExpression=(
-                "SET #s = :sent, sent_at_ms = :now, msg_key = :k REMOVE failure, sending_since_ms ADD attempts :one"
-            ),
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={
-                ":sent": {"S": "sent"},
-                ":now": to_attr(now),
-                ":k": {"S": result.msg_key},
-                ":one": {"N": "1"},
-            },
+        rows = self._rows
+        self._row(delivery).update(
+            actions=[
+                rows.status.set("sent"),
+                rows.sent_at_ms.set(now),
+                rows.msg_key.set(result.msg_key),
+                rows.failure.remove(),
+                rows.sending_since_ms.remove(),
+                rows.attempts.add(1),
+            ]
         )
 
     def sending(self, delivery: Delivery, now: int) -> None:
-        self._ddb.update_item(
-            TableName=self._table,
-            Key=self._key(delivery.app_code, delivery.confirm_id, delivery.key),
-            UpdateExpression="SET sending_since_ms = if_not_exists(sending_since_ms, :now)",
-            ExpressionAttributeValues={":now": to_attr(now)},
-        )
+        rows = self._rows
+        self._row(delivery).update(actions=[rows.sending_since_ms.set(rows.sending_since_ms | now)])
 
     def failed(self, delivery: Delivery, error: str, permanent: bool, now: int) -> None:
+        rows = self._rows
+        status = "failed" if permanent else "pending"
         try:
-            self._ddb.update_item(
-                TableName=self._table,
-                Key=self._key(delivery.app_code, delivery.confirm_id, delivery.key),
-                UpdateExpression=(
-                    "SET #s = :status, last_error = :e, last_error_at_ms = :now"
-                    + (", failure = :status" if permanent else " REMOVE failure")
-                    + " ADD attempts :one"
-                ),
-                ConditionExpression="#s <> :sent",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":status": {"S": "failed" if permanent else "pending"},
-                    ":e": {"S": error[:500]},
-                    ":now": to_attr(now),
-                    ":one": {"N": "1"},
-                    ":sent": {"S": "sent"},
-                },
+            self._row(delivery).update(
+                actions=[
+                    rows.status.set(status),
+                    rows.last_error.set(error[:500]),
+                    rows.last_error_at_ms.set(now),
+                    rows.failure.set(status) if permanent else rows.failure.remove(),
+                    rows.attempts.add(1),
+                ],
+                condition=rows.status != "sent",
             )
-        except ClientError as exc:
-            if not is_conditional_check_failed(exc):
+        except UpdateError as update_error:
+            if not condition_failed(update_error):
                 raise
 
     def failures(self, limit: int) -> list[Delivery]:
         """Pushes that failed for good, oldest first (the sparse index `by_failure`)."""
-        items, _ = self._query_page(
-            {
-                "TableName": self._table,
-                "IndexName": BY_FAILURE_INDEX,
-                "KeyConditionExpression": "failure = :failed",
-                "ExpressionAttributeValues": {":failed": {"S": "failed"}},
-                "Limit": limit,
-            },
-            None,
-        )
-        return [_delivery_from_item(item) for item in items]
+        return [row.delivery() for row in self._rows.by_failure.query("failed", limit=limit, page_size=limit)]
 
     def for_confirm(self, app_code: str, confirm_id: str) -> list[Delivery]:
-        response = self._ddb.query(
-            TableName=self._table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": f"{app_code}#{confirm_id}"}},
-            ConsistentRead=True,
-        )
-        return [_delivery_from_item(from_item(raw)) for raw in response.get("Items", [])]
+        return [row.delivery() for row in self._rows.query(f"{app_code}#{confirm_id}", consistent_read=True)]

@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from herald.confirms.delivery import PermanentDeliveryFailure, Push, RetryableDeliveryFailure, pushes_for
-from herald.confirms.dynamo import ITEM_TYPE, confirm_from_item
+from herald.confirms.dynamo import confirm_from_image
 from herald.confirms.role_invitation import project_invitation_change
 from herald.confirms.wiring import confirms, delivery, push_queue
+from herald.dynamo import Image
 from herald.observability import logger, metrics
 from herald.workers import PermanentFailure, RetryLater, backoff_seconds
 
 
-def on_invitation_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+def on_invitation_change(old: Image | None, new: Image | None) -> None:
     project_invitation_change(confirms(), old, new)
 
 
-def on_confirm_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+def on_confirm_change(old: Image | None, new: Image | None) -> None:
     """The confirms table's stream is the IM outbox: each push a change calls for goes on the queue."""
-    if new is None or new.get("item_type") != ITEM_TYPE:
+    after = confirm_from_image(new) if new else None
+    if after is None:
         return
-    after = confirm_from_item(new)
-    before = confirm_from_item(old) if old and old.get("item_type") == ITEM_TYPE else None
+    before = confirm_from_image(old) if old else None
     for push in pushes_for(before, after):
         push_queue().publish(push, after.receiver_user_id)
 

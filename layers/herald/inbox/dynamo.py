@@ -11,23 +11,116 @@ Notifications, dedup keys and tombstones expire by TTL (`expires_at`, epoch seco
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from pynamodb.attributes import BooleanAttribute, MapAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
 
-from herald.dynamo import from_item, is_transaction_cancelled, to_attr, to_item
-from herald.dynamo_table import DynamoTable
 from herald.inbox.models import DEFAULT_PREFERENCES, Kind, Notification
+from herald.tables import Cancelled, Database, IntAttribute, Transaction, page, ttl
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb import DynamoDBClient
 
-BY_UNREAD_INDEX = "by_unread"
+    from herald.dynamo import Image
+
 COUNTER = "COUNTER"
 PREFS = "PREFS"
+DEDUP = "D"
 TOMBSTONE_SECONDS = 7 * 86400
 _TX_LIMIT = 100
+
+
+class ByUnread(GlobalSecondaryIndex["NotificationRow"]):
+    class Meta:
+        index_name = "by_unread"
+        projection = AllProjection()
+
+    unread_pk = UnicodeAttribute(hash_key=True)
+    unread_sk = UnicodeAttribute(range_key=True)
+
+
+class NotificationRow(Model):
+    """InboxTable, a notification: in `by_unread` (sparse) while unread."""
+
+    pk = UnicodeAttribute(hash_key=True)  # U#<app>#<user>
+    sk = UnicodeAttribute(range_key=True)  # N#<notification_id>
+    unread_pk = UnicodeAttribute(null=True)
+    unread_sk = UnicodeAttribute(null=True)
+    app_code = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    notification_id = UnicodeAttribute()
+    kind = UnicodeAttribute()
+    title = UnicodeAttribute(null=True)
+    content = UnicodeAttribute(null=True)
+    session_id = UnicodeAttribute(null=True)
+    payload: MapAttribute[str, Any] = MapAttribute(null=True)
+    dedup_key = UnicodeAttribute()
+    is_read = BooleanAttribute(default=False)
+    read_at_ms = IntAttribute(null=True)
+    created_at_ms = IntAttribute()
+    expires_at = TTLAttribute()
+    by_unread = ByUnread()
+
+    def notification(self) -> Notification:
+        return Notification(
+            app_code=self.app_code,
+            user_id=self.user_id,
+            notification_id=self.notification_id,
+            kind=Kind(self.kind),
+            title=self.title or "",
+            content=self.content or "",
+            session_id=self.session_id or "",
+            dedup_key=self.dedup_key,
+            created_at_ms=self.created_at_ms,
+            payload=self.payload.as_dict() if self.payload is not None else {},
+            is_read=bool(self.is_read),
+            read_at_ms=self.read_at_ms or 0,
+        )
+
+
+class CounterRow(Model):
+    """InboxTable, a user's unread count; `version` grows with every change (the pushes' order)."""
+
+    pk = UnicodeAttribute(hash_key=True)  # U#<app>#<user>
+    sk = UnicodeAttribute(range_key=True, default=COUNTER)
+    app_code = UnicodeAttribute(null=True)
+    user_id = UnicodeAttribute(null=True)
+    unread = IntAttribute(null=True)
+    version = IntAttribute(null=True)
+
+
+class PreferencesRow(Model):
+    """InboxTable, a user's switches (absent: the default)."""
+
+    pk = UnicodeAttribute(hash_key=True)  # U#<app>#<user>
+    sk = UnicodeAttribute(range_key=True, default=PREFS)
+    task_completed = BooleanAttribute(null=True)
+    question_pending = BooleanAttribute(null=True)
+    approval_pending = BooleanAttribute(null=True)
+    subagent_done = BooleanAttribute(null=True)
+
+
+class TombstoneRow(Model):
+    """InboxTable, a removed notification already taken off the count."""
+
+    pk = UnicodeAttribute(hash_key=True)  # U#<app>#<user>
+    sk = UnicodeAttribute(range_key=True)  # T#<notification_id>
+    expires_at = TTLAttribute()
+
+
+class DedupRow(Model):
+    """InboxTable, a dedup key: which notification it made."""
+
+    pk = UnicodeAttribute(hash_key=True)  # D#<app>#<dedup_key>
+    sk = UnicodeAttribute(range_key=True, default=DEDUP)
+    notification_pk = UnicodeAttribute()
+    notification_sk = UnicodeAttribute()
+    notification_id = UnicodeAttribute()
+    expires_at = TTLAttribute()
 
 
 def user_pk(app_code: str, user_id: str) -> str:
@@ -43,133 +136,111 @@ def _sk_at(ms: int) -> str:
     return f"N#ntf_{max(ms, 0):013d}"
 
 
-def notification_from_item(item: Mapping[str, Any]) -> Notification:
-    return Notification(
-        app_code=item["app_code"],
-        user_id=item["user_id"],
-        notification_id=item["notification_id"],
-        kind=Kind(item["kind"]),
-        title=item.get("title", ""),
-        content=item.get("content", ""),
-        session_id=item.get("session_id", ""),
-        dedup_key=item["dedup_key"],
-        created_at_ms=item["created_at_ms"],
-        payload=item.get("payload", {}),
-        is_read=bool(item.get("is_read", False)),
-        read_at_ms=item.get("read_at_ms", 0),
-    )
+_LAST_SK = "N#ntf_~"
 
 
-def is_notification(item: Mapping[str, Any]) -> bool:
-    return str(item.get("sk", "")).startswith("N#")
+def counter_version(image: Image) -> int | None:
+    """The version a stream image of a counter shows (None for any other item)."""
+    if image.get("sk", {}).get("S") != COUNTER:
+        return None
+    return CounterRow.from_raw_data(image).version
 
 
-class DynamoInboxStore(DynamoTable):
+def removed_notification(image: Image) -> Notification | None:
+    """The notification a stream image shows (None for any other item)."""
+    if not str(image.get("sk", {}).get("S", "")).startswith("N#"):
+        return None
+    return NotificationRow.from_raw_data(image).notification()
+
+
+class DynamoInboxStore:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._database = database = Database(client)
+        self._notifications = database.bind(NotificationRow, table_name)
+        self._counters = database.bind(CounterRow, table_name)
+        self._preferences = database.bind(PreferencesRow, table_name)
+        self._tombstones = database.bind(TombstoneRow, table_name)
+        self._dedups = database.bind(DedupRow, table_name)
+
     # ------------------------------------------------------------------ writes
-    def _counter(self, app_code: str, user_id: str, delta: int) -> TransactWriteItemTypeDef:
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": {"pk": {"S": user_pk(app_code, user_id)}, "sk": {"S": COUNTER}},
-                "UpdateExpression": "SET app_code = :a, user_id = :u ADD unread :d, version :one",
-                "ExpressionAttributeValues": {
-                    ":a": {"S": app_code},
-                    ":u": {"S": user_id},
-                    ":d": to_attr(delta),
-                    ":one": {"N": "1"},
-                },
-            }
-        }
+    def _count(self, transaction: Transaction, app_code: str, user_id: str, delta: int) -> None:
+        counters = self._counters
+        transaction.update(
+            counters(pk=user_pk(app_code, user_id)),
+            [
+                counters.app_code.set(app_code),
+                counters.user_id.set(user_id),
+                counters.unread.add(delta),
+                counters.version.add(1),
+            ],
+        )
 
     def insert(self, notification: Notification) -> str | None:
         pk = user_pk(notification.app_code, notification.user_id)
         sk = notification_sk(notification.notification_id)
-        expires_at = notification.expire_at_ms // 1000
-        item = to_item(
-            {
-                "pk": pk,
-                "sk": sk,
-                "unread_pk": pk,
-                "unread_sk": sk,
-                "app_code": notification.app_code,
-                "user_id": notification.user_id,
-                "notification_id": notification.notification_id,
-                "kind": str(notification.kind),
-                "title": notification.title,
-                "content": notification.content,
-                "session_id": notification.session_id,
-                "payload": notification.payload,
-                "dedup_key": notification.dedup_key,
-                "is_read": False,
-                "created_at_ms": notification.created_at_ms,
-                "expires_at": expires_at,
-            }
+        expires_at = ttl(notification.expire_at_ms // 1000)
+        row = self._notifications(
+            pk=pk,
+            sk=sk,
+            unread_pk=pk,
+            unread_sk=sk,
+            app_code=notification.app_code,
+            user_id=notification.user_id,
+            notification_id=notification.notification_id,
+            kind=str(notification.kind),
+            title=notification.title,
+            content=notification.content,
+            session_id=notification.session_id,
+            payload=notification.payload,
+            dedup_key=notification.dedup_key,
+            is_read=False,
+            created_at_ms=notification.created_at_ms,
+            expires_at=expires_at,
         )
-        dedup = to_item(
-            {
-                "pk": f"D#{notification.app_code}#{notification.dedup_key}",
-                "sk": "D",
-                "notification_pk": pk,
-                "notification_sk": sk,
-                "notification_id": notification.notification_id,
-                "expires_at": expires_at,
-            }
+        dedup = self._dedups(
+            pk=f"D#{notification.app_code}#{notification.dedup_key}",
+            notification_pk=pk,
+            notification_sk=sk,
+            notification_id=notification.notification_id,
+            expires_at=expires_at,
         )
+
+        def write(transaction: Transaction) -> None:
+            transaction.put(dedup, self._dedups.pk.does_not_exist(), label="dedup")
+            transaction.put(row, self._notifications.pk.does_not_exist())
+            self._count(transaction, notification.app_code, notification.user_id, 1)
+
         try:
-            self._transact(
-                [
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": dedup,
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": item,
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    self._counter(notification.app_code, notification.user_id, 1),
-                ]
-            )
-        except ClientError as exc:
-            if not is_transaction_cancelled(exc):
-                raise
-            existing = self._get_item({"pk": dedup["pk"], "sk": {"S": "D"}})
+            self._database.transact(write)
+        except Cancelled as cancelled:
+            existing = self._dedups.get(dedup.pk, DEDUP, consistent_read=True) if "dedup" in cancelled.failed else None
             if existing is None:
                 raise
-            return str(existing["notification_id"])
+            return existing.notification_id
         return None
 
-    def _read_update(self, notification: Notification, now: int) -> TransactWriteItemTypeDef:
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": {
-                    "pk": {"S": user_pk(notification.app_code, notification.user_id)},
-                    "sk": {"S": notification_sk(notification.notification_id)},
-                },
-                "UpdateExpression": "SET is_read = :t, read_at_ms = :now REMOVE unread_pk, unread_sk",
-                "ConditionExpression": "attribute_exists(pk) AND is_read = :f",
-                "ExpressionAttributeValues": {":t": {"BOOL": True}, ":f": {"BOOL": False}, ":now": to_attr(now)},
-            }
-        }
+    def _row_of(self, notification: Notification) -> NotificationRow:
+        """The notification's key, as a row to write to."""
+        pk, sk = user_pk(notification.app_code, notification.user_id), notification_sk(notification.notification_id)
+        return self._notifications(pk=pk, sk=sk)
+
+    def _read(self, transaction: Transaction, notification: Notification, now: int) -> None:
+        rows = self._notifications
+        transaction.update(
+            self._row_of(notification),
+            [rows.is_read.set(True), rows.read_at_ms.set(now), rows.unread_pk.remove(), rows.unread_sk.remove()],
+            rows.pk.exists() & (rows.is_read == False),  # noqa: E712 - a condition expression, not a comparison
+        )
 
     def mark_read(self, notification: Notification, now: int) -> bool:
+        def write(transaction: Transaction) -> None:
+            self._read(transaction, notification, now)
+            self._count(transaction, notification.app_code, notification.user_id, -1)
+
         try:
-            self._transact(
-                [
-                    self._read_update(notification, now),
-                    self._counter(notification.app_code, notification.user_id, -1),
-                ]
-            )
-        except ClientError as exc:
-            if is_transaction_cancelled(exc):
-                return False  # read (or removed) meanwhile: nothing to count
-            raise
+            self._database.transact(write)
+        except Cancelled:
+            return False  # read (or removed) meanwhile: nothing to count
         return True
 
     def mark_all_read(self, app_code: str, user_id: str, up_to_ms: int, now: int) -> int:
@@ -178,158 +249,138 @@ class DynamoInboxStore(DynamoTable):
             batch = self._unread_batch(app_code, user_id, up_to_ms + 1, _TX_LIMIT - 1)
             if not batch:
                 return marked
+
+            def write(transaction: Transaction, batch: list[Notification] = batch) -> None:
+                for notification in batch:
+                    self._read(transaction, notification, now)
+                self._count(transaction, app_code, user_id, -len(batch))
+
             try:
-                self._transact(
-                    [
-                        *(self._read_update(n, now) for n in batch),
-                        self._counter(app_code, user_id, -len(batch)),
-                    ]
-                )
+                self._database.transact(write)
                 marked += len(batch)
-            except ClientError as exc:
-                if not is_transaction_cancelled(exc):
-                    raise
+            except Cancelled:
                 # One of them changed under us (read, deleted): go one by one, each exact on its own.
                 marked += sum(self.mark_read(n, now) for n in batch)
 
     def _unread_batch(self, app_code: str, user_id: str, before_ms: int, limit: int) -> list[Notification]:
         """Up to `limit` unread notifications created before `before_ms` (following pages past empty ones)."""
-        params: dict[str, Any] = {
-            "TableName": self._table,
-            "IndexName": BY_UNREAD_INDEX,
-            "KeyConditionExpression": "unread_pk = :p AND unread_sk < :upto",
-            "ExpressionAttributeValues": {":p": {"S": user_pk(app_code, user_id)}, ":upto": {"S": _sk_at(before_ms)}},
-            "Limit": limit,
-        }
-        while True:
-            response = self._ddb.query(**params)
-            items = response.get("Items", [])
-            if items or "LastEvaluatedKey" not in response:
-                return [notification_from_item(from_item(raw)) for raw in items]
-            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        rows = self._notifications.by_unread.query(
+            user_pk(app_code, user_id), self._notifications.unread_sk < _sk_at(before_ms), limit=limit, page_size=limit
+        )
+        return [row.notification() for row in rows]
 
     def delete(self, notification: Notification) -> bool:
-        tombstone = self._tombstone(notification)
-        items: list[TransactWriteItemTypeDef] = [
-            {
-                "Delete": {
-                    "TableName": self._table,
-                    "Key": {
-                        "pk": {"S": user_pk(notification.app_code, notification.user_id)},
-                        "sk": {"S": notification_sk(notification.notification_id)},
-                    },
-                    "ConditionExpression": "attribute_exists(pk) AND is_read = :seen",
-                    "ExpressionAttributeValues": {":seen": {"BOOL": notification.is_read}},
-                }
-            },
-            tombstone,
-        ]
-        if not notification.is_read:
-            items.append(self._counter(notification.app_code, notification.user_id, -1))
+        rows = self._notifications
+
+        def write(transaction: Transaction) -> None:
+            transaction.delete(self._row_of(notification), rows.pk.exists() & (rows.is_read == notification.is_read))
+            self._tombstone(transaction, notification)
+            if not notification.is_read:
+                self._count(transaction, notification.app_code, notification.user_id, -1)
+
         try:
-            self._transact(items)
-        except ClientError as exc:
-            if not is_transaction_cancelled(exc):
-                raise
+            self._database.transact(write)
+        except Cancelled:
             current = self.get(notification.app_code, notification.user_id, notification.notification_id)
             return self.delete(current) if current is not None else False
         return True
 
-    def _tombstone(self, notification: Notification) -> TransactWriteItemTypeDef:
-        return {
-            "Put": {
-                "TableName": self._table,
-                "Item": to_item(
-                    {
-                        "pk": user_pk(notification.app_code, notification.user_id),
-                        "sk": f"T#{notification.notification_id}",
-                        "expires_at": notification.expire_at_ms // 1000 + TOMBSTONE_SECONDS,
-                    }
-                ),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
+    def _tombstone(self, transaction: Transaction, notification: Notification) -> None:
+        tombstone = self._tombstones(
+            pk=user_pk(notification.app_code, notification.user_id),
+            sk=f"T#{notification.notification_id}",
+            expires_at=ttl(notification.expire_at_ms // 1000 + TOMBSTONE_SECONDS),
+        )
+        transaction.put(tombstone, self._tombstones.pk.does_not_exist())
 
     def forget_removed(self, notification: Notification) -> None:
         if notification.is_read:
             return
-        try:
-            self._transact(
-                [
-                    self._tombstone(notification),
-                    self._counter(notification.app_code, notification.user_id, -1),
-                ]
-            )
-        except ClientError as exc:
-            if not is_transaction_cancelled(exc):  # cancelled: a tombstone exists, it was counted already
-                raise
+
+        def write(transaction: Transaction) -> None:
+            self._tombstone(transaction, notification)
+            self._count(transaction, notification.app_code, notification.user_id, -1)
+
+        with contextlib.suppress(Cancelled):  # cancelled: a tombstone exists, it was counted already
+            self._database.transact(write)
 
     # ------------------------------------------------------------------ reads
     def by_dedup(self, app_code: str, key: str) -> Notification | None:
-        pointer = self._get_item({"pk": {"S": f"D#{app_code}#{key}"}, "sk": {"S": "D"}})
-        if pointer is None:
+        try:
+            pointer = self._dedups.get(f"D#{app_code}#{key}", DEDUP, consistent_read=True)
+            row = self._notifications.get(pointer.notification_pk, pointer.notification_sk, consistent_read=True)
+        except Model.DoesNotExist:
             return None
-        item = self._get_item({"pk": {"S": pointer["notification_pk"]}, "sk": {"S": pointer["notification_sk"]}})
-        return notification_from_item(item) if item else None
+        return row.notification()
 
     def get(self, app_code: str, user_id: str, notification_id: str) -> Notification | None:
-        item = self._get_item({"pk": {"S": user_pk(app_code, user_id)}, "sk": {"S": notification_sk(notification_id)}})
-        return notification_from_item(item) if item else None
+        try:
+            row = self._notifications.get(
+                user_pk(app_code, user_id), notification_sk(notification_id), consistent_read=True
+            )
+        except self._notifications.DoesNotExist:
+            return None
+        return row.notification()
 
     def counter(self, app_code: str, user_id: str) -> tuple[int, int]:
         """The committed (unread, version) of the user's counter."""
-        item = self._get_item({"pk": {"S": user_pk(app_code, user_id)}, "sk": {"S": COUNTER}}) or {}
-        return int(item.get("unread", 0)), int(item.get("version", 0))
+        try:
+            row = self._counters.get(user_pk(app_code, user_id), COUNTER, consistent_read=True)
+        except self._counters.DoesNotExist:
+            return 0, 0
+        return row.unread or 0, row.version or 0
 
     def unread_older_than(self, app_code: str, user_id: str, created_before_ms: int) -> int:
         """Unread items past retention that TTL has not removed yet: normally none, so this reads nothing."""
-        response = self._ddb.query(
-            TableName=self._table,
-            IndexName=BY_UNREAD_INDEX,
-            KeyConditionExpression="unread_pk = :p AND unread_sk < :cut",
-            ExpressionAttributeValues={
-                ":p": {"S": user_pk(app_code, user_id)},
-                ":cut": {"S": _sk_at(created_before_ms)},
-            },
-            Select="COUNT",
+        return self._notifications.by_unread.count(
+            user_pk(app_code, user_id), self._notifications.unread_sk < _sk_at(created_before_ms)
         )
-        return int(response.get("Count", 0))
 
     def page(
         self, app_code: str, user_id: str, unread_only: bool, since_ms: int, limit: int, cursor: dict[str, Any] | None
     ) -> tuple[list[Notification], dict[str, Any] | None]:
-        pk_name, sk_name = ("unread_pk", "unread_sk") if unread_only else ("pk", "sk")
-        params: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": f"{pk_name} = :p AND {sk_name} BETWEEN :since AND :last",
-            "ExpressionAttributeValues": {
-                ":p": {"S": user_pk(app_code, user_id)},
-                ":since": {"S": _sk_at(since_ms)},
-                ":last": {"S": "N#ntf_~"},
-            },
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
+        rows = self._notifications
+        pk = user_pk(app_code, user_id)
+        window = (_sk_at(since_ms), _LAST_SK)
         if unread_only:
-            params["IndexName"] = BY_UNREAD_INDEX
+            found, last = page(
+                lambda start: rows.by_unread.query(
+                    pk,
+                    rows.unread_sk.between(*window),
+                    scan_index_forward=False,
+                    limit=limit,
+                    page_size=limit,
+                    last_evaluated_key=start,
+                ),
+                cursor,
+            )
         else:
-            params["ConsistentRead"] = True
-        items, last = self._query_page(params, cursor)
-        return [notification_from_item(item) for item in items], last
+            found, last = page(
+                lambda start: rows.query(
+                    pk,
+                    rows.sk.between(*window),
+                    scan_index_forward=False,
+                    consistent_read=True,
+                    limit=limit,
+                    page_size=limit,
+                    last_evaluated_key=start,
+                ),
+                cursor,
+            )
+        return [row.notification() for row in found], last
 
     def preferences(self, app_code: str, user_id: str) -> dict[str, bool]:
-        item = self._get_item({"pk": {"S": user_pk(app_code, user_id)}, "sk": {"S": PREFS}}) or {}
-        return {name: bool(item.get(name, default)) for name, default in DEFAULT_PREFERENCES.items()}
+        try:
+            row = self._preferences.get(user_pk(app_code, user_id), PREFS, consistent_read=True)
+        except self._preferences.DoesNotExist:
+            return dict(DEFAULT_PREFERENCES)
+        stored = row.attribute_values
+        return {name: bool(stored.get(name, default)) for name, default in DEFAULT_PREFERENCES.items()}
 
     def set_preferences(self, app_code: str, user_id: str, changes: Mapping[str, bool]) -> None:
         if not changes:
             return
-        names = {f"#p{i}": name for i, name in enumerate(changes)}
-        values = {f":p{i}": {"BOOL": bool(value)} for i, value in enumerate(changes.values())}
-        self._ddb.update_item(
-            TableName=self._table,
-            Key={"pk": {"S": user_pk(app_code, user_id)}, "sk": {"S": PREFS}},
-            UpdateExpression="SET " + ", ".join(f"#p{i} = :p{i}" for i in range(len(changes))),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+        switches = self._preferences.get_attributes()
+        self._preferences(pk=user_pk(app_code, user_id)).update(
+            actions=[switches[name].set(bool(value)) for name, value in changes.items()]
         )

@@ -6,20 +6,21 @@ notification removed by TTL is taken off the count (once: a tombstone guards the
 
 from __future__ import annotations
 
-from typing import Any
-
-from herald.inbox.dynamo import COUNTER, is_notification, notification_from_item
+from herald.dynamo import Image
+from herald.inbox.dynamo import counter_version, removed_notification
 from herald.inbox.wiring import inbox
 from herald.realtime.wiring import realtime
 
 
-def on_inbox_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-    if new is not None and new.get("sk") == COUNTER:
-        version = new.get("version")
-        if version is None or (old is not None and old.get("version") == version):
+def on_inbox_change(old: Image | None, new: Image | None) -> None:
+    if new is not None:
+        version = counter_version(new)
+        if version is None or (old is not None and counter_version(old) == version):
             return  # not a count change: nothing new to push
-        _, app_code, user_id = str(new["pk"]).split("#", 2)
+        _, app_code, user_id = new["pk"]["S"].split("#", 2)
         unread, current = inbox().versioned_count(app_code, user_id)
         realtime().push_to_user(app_code, user_id, {"type": "inbox_updated", "unreadCount": unread, "version": current})
-    elif new is None and old is not None and is_notification(old):
-        inbox().forget_removed(notification_from_item(old))
+        return
+    removed = removed_notification(old) if old is not None else None
+    if removed is not None:
+        inbox().forget_removed(removed)

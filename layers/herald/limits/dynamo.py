@@ -2,28 +2,42 @@
 
 from __future__ import annotations
 
-from botocore.exceptions import ClientError
+from typing import TYPE_CHECKING
 
-from herald.dynamo import is_conditional_check_failed, to_attr
-from herald.dynamo_table import DynamoTable
+from pynamodb.attributes import TTLAttribute, UnicodeAttribute
+from pynamodb.exceptions import UpdateError
+from pynamodb.models import Model
+
+from herald.tables import Database, IntAttribute, condition_failed, ttl
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoCounter(DynamoTable):
+class WindowRow(Model):
+    """RateLimitsTable: requests counted in one fixed window of one bucket (user, key or target)."""
+
+    pk = UnicodeAttribute(hash_key=True)
+    hits = IntAttribute(null=True)
+    expires_at = TTLAttribute(null=True)
+
+
+class DynamoCounter:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._rows = Database(client).bind(WindowRow, table_name)
+
     def hit(self, bucket: str, limit: int, expires_at_s: int) -> bool:
+        row = self._rows(pk=bucket)
         try:
-            self._ddb.update_item(
-                TableName=self._table,
-                Key={"pk": {"S": bucket}},
-                UpdateExpression="ADD hits :one SET expires_at = :expires",
-                ConditionExpression="attribute_not_exists(hits) OR hits < :limit",
-                ExpressionAttributeValues={
-                    ":one": to_attr(1),
-                    ":limit": to_attr(limit),
-                    ":expires": to_attr(expires_at_s),
-                },
+            row.update(
+                actions=[
+                    self._rows.hits.add(1),
+                    self._rows.expires_at.set(ttl(expires_at_s)),
+                ],
+                condition=self._rows.hits.does_not_exist() | (self._rows.hits < limit),
             )
-        except ClientError as exc:
-            if is_conditional_check_failed(exc):
+        except UpdateError as error:
+            if condition_failed(error):
                 return False
             raise
         return True

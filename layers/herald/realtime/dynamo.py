@@ -5,64 +5,75 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
+from pynamodb.attributes import TTLAttribute, UnicodeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
 
 from herald import aws
-from herald.dynamo import from_item, to_item
-from herald.dynamo_table import DynamoTable
 from herald.realtime.models import Connection
+from herald.tables import Database, IntAttribute, epoch_seconds, ttl
 
 if TYPE_CHECKING:
     from mypy_boto3_apigatewaymanagementapi import ApiGatewayManagementApiClient
+    from mypy_boto3_dynamodb import DynamoDBClient
 
-BY_USER_INDEX = "by_user"
+
+class ByUser(GlobalSecondaryIndex["ConnectionRow"]):
+    class Meta:
+        index_name = "by_user"
+        projection = AllProjection()
+
+    user_key = UnicodeAttribute(hash_key=True)
+    connection_id = UnicodeAttribute(range_key=True)
+
+
+class ConnectionRow(Model):
+    """ConnectionsTable: one item an open WebSocket connection, gone by TTL if its close was never seen."""
+
+    connection_id = UnicodeAttribute(hash_key=True)
+    user_key = UnicodeAttribute()  # "<app_code>#<user_id>"
+    app_code = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    connected_at_ms = IntAttribute()
+    expires_at = TTLAttribute()
+    token_expires_at_ms = IntAttribute(null=True)
+    by_user = ByUser()
+
+    def connection(self) -> Connection:
+        return Connection(
+            connection_id=self.connection_id,
+            app_code=self.app_code,
+            user_id=self.user_id,
+            connected_at_ms=self.connected_at_ms,
+            expires_at=epoch_seconds(self.expires_at),
+            token_expires_at_ms=self.token_expires_at_ms,
+        )
 
 
 def _user_key(app_code: str, user_id: str) -> str:
     return f"{app_code}#{user_id}"
 
 
-class DynamoConnectionRegistry(DynamoTable):
+class DynamoConnectionRegistry:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._rows = Database(client).bind(ConnectionRow, table_name)
+
     def add(self, connection: Connection) -> None:
-        self._ddb.put_item(
-            TableName=self._table,
-            Item=to_item(
-                {
-                    "connection_id": connection.connection_id,
-                    "user_key": _user_key(connection.app_code, connection.user_id),
-                    "app_code": connection.app_code,
-                    "user_id": connection.user_id,
-                    "connected_at_ms": connection.connected_at_ms,
-                    "expires_at": connection.expires_at,
-                    "token_expires_at_ms": connection.token_expires_at_ms,
-                }
-            ),
-        )
+        self._rows(
+            connection_id=connection.connection_id,
+            user_key=_user_key(connection.app_code, connection.user_id),
+            app_code=connection.app_code,
+            user_id=connection.user_id,
+            connected_at_ms=connection.connected_at_ms,
+            expires_at=ttl(connection.expires_at),
+            token_expires_at_ms=connection.token_expires_at_ms,
+        ).save()
 
     def remove(self, connection_id: str) -> None:
-        self._ddb.delete_item(TableName=self._table, Key={"connection_id": {"S": connection_id}})
+        self._rows(connection_id=connection_id).delete()
 
     def for_user(self, app_code: str, user_id: str) -> list[Connection]:
-        connections: list[Connection] = []
-        paginator = self._ddb.get_paginator("query")
-        for page in paginator.paginate(
-            TableName=self._table,
-            IndexName=BY_USER_INDEX,
-            KeyConditionExpression="user_key = :u",
-            ExpressionAttributeValues={":u": {"S": _user_key(app_code, user_id)}},
-        ):
-            for raw in page.get("Items", []):
-                item = from_item(raw)
-                connections.append(
-                    Connection(
-                        connection_id=item["connection_id"],
-                        app_code=item["app_code"],
-                        user_id=item["user_id"],
-                        connected_at_ms=item["connected_at_ms"],
-                        expires_at=item["expires_at"],
-                        token_expires_at_ms=item.get("token_expires_at_ms"),
-                    )
-                )
-        return connections
+        return [row.connection() for row in self._rows.by_user.query(_user_key(app_code, user_id))]
 
 
 class ApiGatewayPusher:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from herald.dynamo import Image, from_image
 from herald.observability import logger, metrics
 from herald.settings import get_settings
 from herald.turns.dynamo import agent_from_item, is_agent
 from herald.turns.wiring import turn_service
 
 
-def on_turns_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+def on_turns_change(old_image: Image | None, new_image: Image | None) -> None:
     """The turns table's stream is the outbox: a turn started (its agent's current turn changed) goes to
     the engine's queue. A later change while it runs (a message queued) does not send it again."""
+    old, new = from_image(old_image), from_image(new_image)
     if new is None or not is_agent(new):
         return
     after = agent_from_item(new)

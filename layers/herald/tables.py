@@ -1,0 +1,212 @@
+"""PynamoDB's side of every table: models bound to their tables when the container is built, one DynamoDB
+client for all of them, and the one retry for conflicts and throttling.
+
+Each context declares its table's model (keys, indexes, TTL) once, without a table name: the name comes from
+settings, which template.yaml fills, so `Database.bind` makes the model of one deployed table at build time
+(never at import). PynamoDB would give every model its own botocore session and client (~60 ms each on a
+cold start); here every model and every transaction goes through the process's one DynamoDB client, which
+has Herald's timeouts and retry policy (`herald.aws`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from pynamodb.attributes import Attribute, ListAttribute, UnicodeAttribute
+from pynamodb.connection import Connection
+from pynamodb.constants import NUMBER
+from pynamodb.exceptions import PynamoDBException, QueryError, TransactWriteError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
+from pynamodb.models import Model
+from pynamodb.pagination import ResultIterator
+from pynamodb.transactions import TransactWrite
+
+from herald import aws
+from herald.dynamo import from_attr, to_attr
+from herald.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+M = TypeVar("M", bound=Model)
+T = TypeVar("T")
+
+THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+_ATTEMPTS = 8
+
+
+class IntAttribute(Attribute[int]):
+    """A number that is always whole (milliseconds, counts, versions), read back as `int`."""
+
+    attr_type = NUMBER
+
+    def serialize(self, value: int) -> str:
+        return str(int(value))
+
+    def deserialize(self, value: str) -> int:
+        return int(value)
+
+
+def string_list(*, null: bool = False) -> ListAttribute[str]:
+    """A list of strings (`L` of `S`), typed as one (PynamoDB types `of=` as the element's attribute class)."""
+    return cast("ListAttribute[str]", ListAttribute(of=UnicodeAttribute, null=null))
+
+
+def epoch_seconds(at: datetime) -> int:
+    """A TTL attribute's value as the epoch seconds the domain speaks."""
+    return int(at.timestamp())
+
+
+def ttl(epoch_s: int) -> datetime:
+    return datetime.fromtimestamp(epoch_s, UTC)
+
+
+class _OneClientConnection(Connection):
+    """PynamoDB's connection, sending through the given DynamoDB client (or the process's) instead of making
+    its own."""
+
+    def __init__(self, client: DynamoDBClient | None) -> None:
+        super().__init__()
+        self._given_client = client
+
+    @property
+    def client(self) -> Any:
+        return self._given_client or aws.dynamodb()
+
+
+class Database:
+    """Tables reached through one DynamoDB client: models bound to table names, and transactions across them."""
+
+    def __init__(self, client: DynamoDBClient | None = None) -> None:
+        self._connection = _OneClientConnection(client)
+
+    def bind(self, model: type[M], table_name: str) -> type[M]:
+        """`model` as the model of the table named `table_name`: a subclass with its own Meta (and its own
+        copy of the indexes), so two containers in one process never share a table."""
+        meta = type("Meta", (), {"table_name": table_name})
+        bound: type[M] = type(model.__name__, (model,), {"Meta": meta, "__module__": model.__module__})
+        table_connection = bound._get_connection()
+        with contextlib.suppress(ValueError):  # another model of the same table (one item type each) added it
+            self._connection.add_meta_table(table_connection.get_meta_table())
+        table_connection.connection = self._connection
+        return bound
+
+    def transact(self, build: Callable[[Transaction], object], token: str | None = None) -> None:
+        """One TransactWriteItems made of what `build` adds to it, retried as `retried` says; raises
+        `Cancelled` naming the labels of the items whose condition was false."""
+
+        def attempt() -> None:
+            transaction = Transaction(TransactWrite(connection=self._connection, client_request_token=token))
+            build(transaction)
+            transaction.commit()
+
+        retried(attempt)
+
+
+class Cancelled(Exception):
+    """A transaction was cancelled because the conditions of the items labelled `failed` were false."""
+
+    def __init__(self, failed: frozenset[str]) -> None:
+        super().__init__(f"transaction cancelled: conditions failed on {sorted(failed) or 'no labelled item'}")
+        self.failed = failed
+
+
+class Transaction:
+    """A TransactWriteItems being built: each item may carry a label, by which a cancellation names it.
+    PynamoDB sends condition checks, then deletes, then puts, then updates (whatever order they were added
+    in), and DynamoDB's cancellation reasons follow that order; the labels are kept in the same order."""
+
+    def __init__(self, transaction: TransactWrite) -> None:
+        self._transaction = transaction
+        self._labels: dict[str, list[str | None]] = {"check": [], "delete": [], "put": [], "update": []}
+
+    def check(self, model: type[M], hash_key: str, condition: Condition, *, label: str | None = None) -> None:
+        self._transaction.condition_check(model, hash_key, condition=condition)
+        self._labels["check"].append(label)
+
+    def delete(self, row: Model, condition: Condition | None = None, *, label: str | None = None) -> None:
+        self._transaction.delete(row, condition=condition)
+        self._labels["delete"].append(label)
+
+    def put(self, row: Model, condition: Condition | None = None, *, label: str | None = None) -> None:
+        self._transaction.save(row, condition=condition)
+        self._labels["put"].append(label)
+
+    def update(
+        self, row: Model, actions: Sequence[Action], condition: Condition | None = None, *, label: str | None = None
+    ) -> None:
+        self._transaction.update(row, actions=list(actions), condition=condition)
+        self._labels["update"].append(label)
+
+    def commit(self) -> None:
+        try:
+            with self._transaction:
+                pass
+        except TransactWriteError as error:
+            if error.cause_response_code != "TransactionCanceledException" or _worth_retrying(error):
+                raise
+            order = [label for kind in ("check", "delete", "put", "update") for label in self._labels[kind]]
+            codes = reasons(error)
+            raise Cancelled(
+                frozenset(
+                    label
+                    for label, code in zip(order, codes, strict=False)
+                    if label is not None and code == "ConditionalCheckFailed"
+                )
+            ) from error
+
+
+def page(
+    query: Callable[[dict[str, Any] | None], ResultIterator[M]], cursor: Mapping[str, Any] | None
+) -> tuple[list[M], dict[str, Any] | None]:
+    """The rows of one page of `query`, started after `cursor` (a previous page's last key, as plain values),
+    and this page's last key; a cursor DynamoDB refuses (a tampered page token) is the caller's error."""
+    results = query({name: to_attr(value) for name, value in cursor.items()} if cursor else None)
+    try:
+        rows = list(results)
+    except QueryError as error:
+        if cursor and error.cause_response_code == "ValidationException":
+            raise InvalidArgument("page_token is malformed") from error
+        raise
+    last = results.last_evaluated_key
+    return rows, ({name: from_attr(value) for name, value in last.items()} if last else None)
+
+
+def condition_failed(error: PynamoDBException) -> bool:
+    """A single write's condition was false (a lost race or a repeated request, never a fault)."""
+    return error.cause_response_code == "ConditionalCheckFailedException"
+
+
+def reasons(error: TransactWriteError) -> list[str | None]:
+    """Each transaction item's cancellation code, in the order the items were given (None: not a cause)."""
+    return [reason.code if reason is not None else None for reason in error.cancellation_reasons]
+
+
+def _worth_retrying(error: PynamoDBException) -> bool:
+    """DynamoDB throttled the request, or cancelled a transaction only because another one held one of its
+    items: the same request may succeed now (a failed condition never will)."""
+    if error.cause_response_code in THROTTLING_CODES:
+        return True
+    if not isinstance(error, TransactWriteError):
+        return False
+    codes = set(reasons(error))
+    return bool({"TransactionConflict", "ThrottlingError"} & codes) and "ConditionalCheckFailed" not in codes
+
+
+def retried(operation: Callable[[], T], *, sleep: Callable[[float], None] = time.sleep) -> T:
+    """`operation()`, tried again with jittered backoff while DynamoDB throttles it or a transaction loses a
+    race for an item; anything else (a failed condition included) is raised at once."""
+    for attempt in range(_ATTEMPTS - 1):
+        try:
+            return operation()
+        except PynamoDBException as error:
+            if not _worth_retrying(error):
+                raise
+            sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311 - jitter, not secrecy
+    return operation()
