@@ -1,4 +1,5 @@
-"""DynamoDB attribute-value conversion that keeps integers as `int` (boto3's deserializer yields Decimal)."""
+"""DynamoDB attribute values as plain values and back, integers kept `int` (boto3's deserializer yields
+Decimal): page-token cursors, and the raw items a test or a benchmark writes."""
 
 from __future__ import annotations
 
@@ -68,49 +69,3 @@ def from_attr(attr: Mapping[str, Any]) -> Any:
 def to_item(values: Mapping[str, Any]) -> Item:
     """Serialize a plain mapping; `None` values are left out (absent, not NULL)."""
     return {k: to_attr(v) for k, v in values.items() if v is not None}
-
-
-def from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    return {k: from_attr(v) for k, v in item.items()}
-
-
-def from_image(image: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any] | None:
-    """A stream image as plain values (None stays None)."""
-    return from_item(image) if image else None
-
-
-def is_conditional_check_failed(exc: Exception) -> bool:
-    """True for a failed ConditionExpression (a lost race, never a fault)."""
-    response = getattr(exc, "response", None)
-    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-def is_transaction_cancelled(exc: Exception) -> bool:
-    """True when a TransactWriteItems was cancelled (a failed condition, after conflict retries)."""
-    response = getattr(exc, "response", None)
-    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "TransactionCanceledException"
-
-
-THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
-
-
-def cancellation_reasons(exc: Exception) -> list[str]:
-    response = getattr(exc, "response", None)
-    reasons = response.get("CancellationReasons", []) if isinstance(response, dict) else []
-    return [str(reason.get("Code")) for reason in reasons]
-
-
-def is_throttled(exc: Exception) -> bool:
-    """DynamoDB said "not now" (over capacity or request rate), for a request or inside a transaction."""
-    response = getattr(exc, "response", None)
-    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
-    return code in THROTTLING_CODES or (
-        code == "TransactionCanceledException" and "ThrottlingError" in cancellation_reasons(exc)
-    )
-
-
-def cancelled_on(exc: Exception, index: int) -> bool:
-    """True when a cancelled transaction failed the condition of its item at `index`."""
-    response = getattr(exc, "response", None)
-    reasons = response.get("CancellationReasons", []) if isinstance(response, dict) else []
-    return len(reasons) > index and reasons[index].get("Code") == "ConditionalCheckFailed"

@@ -64,3 +64,14 @@ class UpstreamError(HeraldError):
 
 class ConfigurationError(HeraldError):
     """A required setting is missing: a deployment fault, never the caller's."""
+
+
+class DeliveryError(Exception):
+    """A provider call (an IM push, a Feishu card) failed. `retryable`: the same call may succeed later.
+    `maybe_delivered`: the provider may have acted before failing, so the outcome is unknown; otherwise it
+    clearly did not act. Adapters raise it (or a subclass) so the domain never sees a provider's types."""
+
+    def __init__(self, message: str, *, retryable: bool, maybe_delivered: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.maybe_delivered = maybe_delivered

@@ -11,8 +11,6 @@ has Herald's timeouts and retry policy (`herald.aws`).
 from __future__ import annotations
 
 import contextlib
-import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -30,6 +28,8 @@ from pynamodb.transactions import TransactWrite
 from herald import aws
 from herald.dynamo import from_attr, to_attr
 from herald.errors import InvalidArgument
+from herald.pagination import decode_token, encode_token
+from herald.retry import with_backoff
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -126,8 +126,16 @@ class Transaction:
         self._transaction = transaction
         self._labels: dict[str, list[str | None]] = {"check": [], "delete": [], "put": [], "update": []}
 
-    def check(self, model: type[M], hash_key: str, condition: Condition, *, label: str | None = None) -> None:
-        self._transaction.condition_check(model, hash_key, condition=condition)
+    def check(
+        self,
+        model: type[M],
+        hash_key: str,
+        condition: Condition,
+        *,
+        range_key: str | None = None,
+        label: str | None = None,
+    ) -> None:
+        self._transaction.condition_check(model, hash_key, range_key, condition=condition)
         self._labels["check"].append(label)
 
     def delete(self, row: Model, condition: Condition | None = None, *, label: str | None = None) -> None:
@@ -163,24 +171,35 @@ class Transaction:
 
 
 def page(
-    query: Callable[[dict[str, Any] | None], ResultIterator[M]], cursor: Mapping[str, Any] | None
-) -> tuple[list[M], dict[str, Any] | None]:
-    """The rows of one page of `query`, started after `cursor` (a previous page's last key, as plain values),
-    and this page's last key; a cursor DynamoDB refuses (a tampered page token) is the caller's error."""
-    results = query({name: to_attr(value) for name, value in cursor.items()} if cursor else None)
+    query: Callable[[dict[str, Any] | None], ResultIterator[M]], token: str, scope: Mapping[str, str | int]
+) -> tuple[list[M], str]:
+    """The rows of one page of `query` and the opaque token of the next ("" after the last page).
+
+    A token carries the page's last key and `scope` (who may continue this query, with which filters); a
+    token of another scope, or one DynamoDB refuses (tampered), is the caller's error, never a fault."""
+    cursor = decode_token(token, scope)
+    start = {name: to_attr(value) for name, value in (cursor or {}).items() if name not in scope}
+    results = query(start or None)
     try:
         rows = list(results)
     except QueryError as error:
-        if cursor and error.cause_response_code == "ValidationException":
+        if start and error.cause_response_code == "ValidationException":
             raise InvalidArgument("page_token is malformed") from error
         raise
     last = results.last_evaluated_key
-    return rows, ({name: from_attr(value) for name, value in last.items()} if last else None)
+    return rows, encode_token({**scope, **{name: from_attr(value) for name, value in last.items()}} if last else None)
 
 
 def condition_failed(error: PynamoDBException) -> bool:
     """A single write's condition was false (a lost race or a repeated request, never a fault)."""
     return error.cause_response_code == "ConditionalCheckFailedException"
+
+
+def is_throttled(error: PynamoDBException) -> bool:
+    """DynamoDB still said "not now" (over capacity or request rate) after every retry."""
+    return error.cause_response_code in THROTTLING_CODES or (
+        isinstance(error, TransactWriteError) and "ThrottlingError" in reasons(error)
+    )
 
 
 def reasons(error: TransactWriteError) -> list[str | None]:
@@ -199,14 +218,13 @@ def _worth_retrying(error: PynamoDBException) -> bool:
     return bool({"TransactionConflict", "ThrottlingError"} & codes) and "ConditionalCheckFailed" not in codes
 
 
-def retried(operation: Callable[[], T], *, sleep: Callable[[float], None] = time.sleep) -> T:
+def retried(operation: Callable[[], T]) -> T:
     """`operation()`, tried again with jittered backoff while DynamoDB throttles it or a transaction loses a
     race for an item; anything else (a failed condition included) is raised at once."""
-    for attempt in range(_ATTEMPTS - 1):
-        try:
-            return operation()
-        except PynamoDBException as error:
-            if not _worth_retrying(error):
-                raise
-            sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311 - jitter, not secrecy
-    return operation()
+    return with_backoff(
+        operation,
+        retry_on=lambda error: isinstance(error, PynamoDBException) and _worth_retrying(error),
+        attempts=_ATTEMPTS,
+        base_s=0.01,
+        cap_s=1.0,
+    )

@@ -8,6 +8,7 @@ from herald.confirms.delivery import IM_CONFIRM, IM_CONFIRM_UPDATE, Push, messag
 from herald.confirms.models import ALLOWED, Confirm, ConfirmStatus, view
 from herald.errors import InvalidArgument
 from herald.pagination import decode_token, encode_token
+from herald.providers.tencent_im import send_body
 
 
 def _confirm(status: ConfirmStatus = ConfirmStatus.PENDING, **changes: object) -> Confirm:
@@ -56,7 +57,7 @@ def test_each_push_has_its_own_delivery_key() -> None:
 
 def test_the_update_message_greys_buttons_without_counting_as_unread() -> None:
     confirm = _confirm(ConfirmStatus.ACCEPTED, processed_action="accept", processed_at_ms=5)
-    body = message_for(confirm, Push("lalu", confirm.confirm_id, IM_CONFIRM_UPDATE, "accepted"), 7).body()
+    body = send_body(message_for(confirm, Push("lalu", confirm.confirm_id, IM_CONFIRM_UPDATE, "accepted"), 7))
     assert body["SyncOtherMachine"] == 1 and body["SendMsgControl"] == ["NoUnread", "NoLastMsg"]
     assert body["From_Account"] == "10001" and body["To_Account"] == "10002" and body["MsgRandom"] == 7
     content = body["MsgBody"][0]["MsgContent"]

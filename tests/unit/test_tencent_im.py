@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 import TLSSigAPIv2
 
+from herald.confirms.models import CustomMessage
 from herald.providers.tencent_im import (
-    CustomMessage,
     TencentImClient,
     TencentImError,
     _url_b64decode,

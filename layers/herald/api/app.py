@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from pynamodb.exceptions import PynamoDBException
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -17,7 +17,6 @@ from herald.api import health, identity
 from herald.api.envelope import error_response
 from herald.api.input import strict_json_body
 from herald.confirms import routes as confirm_routes
-from herald.dynamo import is_throttled
 from herald.errors import HeraldError, RateLimited, Unavailable
 from herald.events import routes as event_routes
 from herald.inbox import routes as inbox_routes
@@ -25,6 +24,7 @@ from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
 from herald.invitations import routes as invitation_routes
 from herald.observability import logger
 from herald.settings import get_settings
+from herald.tables import is_throttled
 from herald.turns import routes as turn_routes
 
 API_DESCRIPTION = f"""Herald's HTTP API. Errors are the envelope; each operation lists only the errors it can give.
@@ -140,8 +140,8 @@ def create_app() -> FastAPI:
         code = _HTTP_CODES.get(exc.status_code, "INVALID_ARGUMENT" if exc.status_code < 500 else "INTERNAL")
         return error_response(request, code, str(exc.detail))
 
-    @app.exception_handler(ClientError)
-    async def aws_error(request: Request, exc: ClientError) -> Response:
+    @app.exception_handler(PynamoDBException)
+    async def table_error(request: Request, exc: PynamoDBException) -> Response:
         """DynamoDB still throttling after every retry is 503 with Retry-After; anything else is a fault."""
         if is_throttled(exc):
             return await herald_error(request, Unavailable("Herald is busy; try again shortly"))

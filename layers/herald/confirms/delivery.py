@@ -10,13 +10,14 @@ already sent sends nothing.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from herald import budgets
 from herald.clock import Clock, now_ms
-from herald.confirms.models import BUTTONS, Confirm, ConfirmStatus
-from herald.providers.tencent_im import CustomMessage, SendResult, TencentImError, new_msg_random
+from herald.confirms.models import BUTTONS, Confirm, ConfirmStatus, CustomMessage, SendResult
+from herald.errors import DeliveryError
 
 IM_CONFIRM = "im_confirm"
 IM_CONFIRM_UPDATE = "im_confirm_update"
@@ -120,6 +121,11 @@ class RetryableDeliveryFailure(Exception):
         self.attempts = attempts
 
 
+def new_msg_random() -> int:
+    """A 32-bit unsigned MsgRandom, chosen once per message and kept for its retries."""
+    return secrets.randbelow(2**32)
+
+
 def message_for(confirm: Confirm, push: Push, msg_random: int) -> CustomMessage:
     data: dict[str, Any] = {
         "type": push.kind,
@@ -188,7 +194,7 @@ class ConfirmDelivery:
             budgets.ensure_time_for_provider_call("IM send")  # before the record that a call starts
             self._deliveries.sending(delivery, self._clock())
             result = self._im.send(message_for(confirm, push, delivery.msg_random))
-        except TencentImError as exc:
+        except DeliveryError as exc:
             attempts = delivery.attempts + 1
             reason = str(exc) if not exc.retryable else f"gave up after {attempts} attempts: {exc}"
             if exc.retryable and attempts < self._max_attempts:

@@ -20,7 +20,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from herald.confirms.delivery import Delivery
-from herald.confirms.models import Confirm, ConfirmStatus
+from herald.confirms.models import Confirm, ConfirmStatus, SendResult
 from herald.confirms.service import StaleConfirm
 from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, page, string_list
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from herald.dynamo import Image
-    from herald.providers.tencent_im import SendResult
 
 ITEM_TYPE = "confirm"
 SOURCE_TYPE = "confirm_source"
@@ -164,9 +163,6 @@ class DynamoConfirmStore:
         self._rows = self._database.bind(ConfirmRow, table_name)
         self._sources = self._database.bind(ConfirmSourceRow, table_name)
 
-    def pair_key(self, app_code: str, user_a: str, user_b: str) -> str:
-        return pair_key(app_code, user_a, user_b)
-
     def _row(self, confirm: Confirm, stored_version: int | None) -> ConfirmRow:
         """`confirm` as a row to put over the stored version `stored_version` (None: a new confirm)."""
         due_at = _due_at(confirm)
@@ -254,19 +250,17 @@ class DynamoConfirmStore:
         return new
 
     def between(
-        self, app_code: str, user_a: str, user_b: str, limit: int, cursor: dict[str, object] | None
-    ) -> tuple[list[Confirm], dict[str, object] | None]:
-        rows, last = page(
+        self, app_code: str, user_a: str, user_b: str, limit: int, page_token: str
+    ) -> tuple[list[Confirm], str]:
+        pair = pair_key(app_code, user_a, user_b)
+        rows, next_token = page(
             lambda start: self._rows.by_pair.query(
-                pair_key(app_code, user_a, user_b),
-                scan_index_forward=False,
-                limit=limit,
-                page_size=limit,
-                last_evaluated_key=start,
+                pair, scan_index_forward=False, limit=limit, page_size=limit, last_evaluated_key=start
             ),
-            cursor,
+            page_token,
+            {"pair": pair},
         )
-        return [row.confirm() for row in rows], last
+        return [row.confirm() for row in rows], next_token
 
     def due(self, now: int, limit: int) -> list[Confirm]:
         confirms: list[Confirm] = []

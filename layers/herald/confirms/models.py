@@ -149,3 +149,25 @@ def view(confirm: Confirm) -> dict[str, Any]:
         "created_at_ms": confirm.created_at_ms,
         "expire_at_ms": confirm.expire_at_ms,
     }
+
+
+@dataclass(frozen=True)
+class CustomMessage:
+    """An IM custom message: what a confirm push sends (the adapter writes it in the provider's format)."""
+
+    from_account: str
+    to_account: str
+    msg_random: int  # chosen once per message and kept for its retries: the provider's dedup key
+    data: dict[str, Any]
+    desc: str
+    ext: str
+    sync_other_machine: bool = True  # the sender's own devices get it too
+    send_msg_control: tuple[str, ...] = ()  # e.g. ("NoUnread", "NoLastMsg") for state updates
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """The provider's receipt for a sent message."""
+
+    msg_key: str
+    msg_time: int

@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-from pynamodb.exceptions import PynamoDBException
-
 from herald.confirms.businesses import BusinessRefused
 from herald.confirms.models import Action, Confirm, ConfirmDraft, OwnerFact, OwnerState
 from herald.confirms.service import Confirms
-from herald.dynamo import Image
 from herald.errors import HeraldError, UpstreamError
-from herald.invitations.dynamo import invitation_from_image
 from herald.invitations.models import Decision, Invitation, InvitationStatus, InvitationType
 from herald.invitations.service import Invitations
 
@@ -80,19 +75,15 @@ class RoleInvitationBusiness:
             return fact_of(call())
         except HeraldError as exc:  # the owner refuses (no such invitation, not the target): never will
             raise BusinessRefused(exc.message) from exc
-        except (BotoCoreError, ClientError, PynamoDBException) as exc:
-            raise UpstreamError("the invitation service is unavailable") from exc
+        except Exception as exc:  # the owner could not answer (its store failed): not a refusal, try later
+            raise UpstreamError("the invitation service could not answer") from exc
 
 
-def project_invitation_change(confirms: Confirms, old: Image | None, new: Image | None) -> None:
-    """One record of the invitations stream: a new invitation gets its confirm; an invitation the owner
-    decided by itself (cancelled, expired) moves its pending confirm along."""
-    invitation = invitation_from_image(new) if new else None
-    if invitation is None:
-        return
+def project_invitation_change(confirms: Confirms, before: Invitation | None, invitation: Invitation) -> None:
+    """One change of an invitation (the owner's outbox): a new invitation gets its confirm; an invitation the
+    owner decided by itself (cancelled, expired) moves its pending confirm along."""
     if invitation.status is InvitationStatus.PENDING:
         confirms.project(draft_for(invitation))  # idempotent: a repeated or missed record heals here
         return
-    before = invitation_from_image(old) if old else None
     if before is not None and before.status is not invitation.status:
         confirms.owner_decided(invitation.app_code, SOURCE_NAME, invitation.invitation_id, fact_of(invitation))

@@ -28,7 +28,6 @@ from herald.confirms.models import (
 )
 from herald.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, UpstreamError
 from herald.ids import new_id
-from herald.pagination import decode_token, encode_token
 
 CONFIRM_ID = re.compile(r"^cfm_[0-9a-f]{32}$")
 COMMAND_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,96}$")
@@ -59,12 +58,11 @@ class ConfirmStore(Protocol):
         ...
 
     def between(
-        self, app_code: str, user_a: str, user_b: str, limit: int, cursor: dict[str, object] | None
-    ) -> tuple[list[Confirm], dict[str, object] | None]:
-        """Confirms between two users, newest first."""
+        self, app_code: str, user_a: str, user_b: str, limit: int, page_token: str
+    ) -> tuple[list[Confirm], str]:
+        """Confirms between two users, newest first, from the page `page_token` names (opaque; "" for the
+        first); with the next page's token ("" after the last)."""
         ...
-
-    def pair_key(self, app_code: str, user_a: str, user_b: str) -> str: ...
 
     def due(self, now: int, limit: int) -> list[Confirm]:
         """Pending confirms past their expiry and processing ones past their lease."""
@@ -251,10 +249,10 @@ class Confirms:
             raise InvalidArgument("peer_user_id must be a numeric user id")
         if not 1 <= page_size <= MAX_PAGE:
             raise InvalidArgument(f"page_size must be between 1 and {MAX_PAGE}")
-        pair = self._store.pair_key(principal.app_code, principal.user_id, peer_user_id)
-        cursor = decode_token(page_token, {"pair_key": pair})
-        items, next_cursor = self._store.between(principal.app_code, principal.user_id, peer_user_id, page_size, cursor)
-        return [self._settled_quietly(c) for c in items], encode_token(next_cursor)
+        items, next_token = self._store.between(
+            principal.app_code, principal.user_id, peer_user_id, page_size, page_token
+        )
+        return [self._settled_quietly(c) for c in items], next_token
 
     def _settled_quietly(self, confirm: Confirm) -> Confirm:
         """Reads settle lazily too, but an owner outage never fails a read: the stored state is shown."""

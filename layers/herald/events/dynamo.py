@@ -11,27 +11,131 @@ Finished jobs and their dedup records expire by TTL (`expires_at`, epoch seconds
 
 from __future__ import annotations
 
-import random
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from pynamodb.attributes import ListAttribute, MapAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.exceptions import UpdateError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
 
 from herald.clock import Clock
-from herald.dynamo import cancelled_on, is_conditional_check_failed, is_transaction_cancelled, to_attr, to_item
-from herald.dynamo_table import DynamoTable
 from herald.events.models import CardMessage, ExternalEvent, Job, JobStatus, ServiceHead, Target
 from herald.events.service import CardWrite, DuplicateEvent, StaleJob, StoredEvent
+from herald.retry import with_backoff
+from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, ttl
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from herald.dynamo import Image
 
 HEAD = "HEAD"
+EVENT = "EVENT"
+CARD = "CARD"
 JOB_ITEM = "job"
-BY_ATTENTION_INDEX = "by_attention"
-_APPEND_RETRIES = 50
+_APPEND_ATTEMPTS = 50
+
+
+class ByAttention(GlobalSecondaryIndex["JobRow"]):
+    class Meta:
+        index_name = "by_attention"
+        projection = AllProjection()
+
+    attention = UnicodeAttribute(hash_key=True)
+    attention_sk = UnicodeAttribute(range_key=True)
+
+
+class JobRow(Model):
+    """ExternalEventsTable, a job: one event of one service, at its receive sequence; in `by_attention`
+    while failed or unknown."""
+
+    pk = UnicodeAttribute(hash_key=True)  # SVC#<service>
+    sk = UnicodeAttribute(range_key=True)  # JOB#<seq>
+    item_type = UnicodeAttribute(default=JOB_ITEM)
+    service_id = UnicodeAttribute()
+    seq = IntAttribute()
+    event_id = UnicodeAttribute()
+    content: MapAttribute[str, Any] = MapAttribute()
+    content_hash = UnicodeAttribute()
+    received_at_ms = IntAttribute()
+    status = UnicodeAttribute()
+    attempts = IntAttribute(null=True)
+    attempt_id = UnicodeAttribute(null=True)
+    lock_until_ms = IntAttribute(null=True)
+    marked_at_ms = IntAttribute(null=True)
+    next_attempt_at_ms = IntAttribute(null=True)
+    last_error = UnicodeAttribute(null=True)
+    outcome = UnicodeAttribute(null=True)
+    message_id = UnicodeAttribute(null=True)
+    finished_at_ms = IntAttribute(null=True)
+    blocked_at_ms = IntAttribute(null=True)
+    generation = IntAttribute(null=True)
+    resolutions: ListAttribute[Any] = ListAttribute(null=True)
+    attention = UnicodeAttribute(null=True)
+    attention_sk = UnicodeAttribute(null=True)
+    updated_at_ms = IntAttribute(null=True)
+    expires_at = TTLAttribute(null=True)
+    by_attention = ByAttention()
+
+    def job(self) -> Job:
+        return Job(
+            service_id=self.service_id,
+            seq=self.seq,
+            event=ExternalEvent.from_content(self.event_id, self.content.as_dict()),
+            content_hash=self.content_hash,
+            received_at_ms=self.received_at_ms,
+            status=JobStatus(self.status),
+            attempts=self.attempts or 0,
+            attempt_id=self.attempt_id or "",
+            lock_until_ms=self.lock_until_ms or 0,
+            marked_at_ms=self.marked_at_ms or 0,
+            next_attempt_at_ms=self.next_attempt_at_ms or 0,
+            last_error=self.last_error or "",
+            outcome=self.outcome or "",
+            message_id=self.message_id or "",
+            finished_at_ms=self.finished_at_ms or 0,
+            blocked_at_ms=self.blocked_at_ms or 0,
+            generation=self.generation or 0,
+            resolutions=tuple(r.as_dict() if isinstance(r, MapAttribute) else r for r in self.resolutions or ()),
+        )
+
+
+class HeadRow(Model):
+    """ExternalEventsTable, a service's counter (`next_seq`) and cursor (`done_seq`)."""
+
+    pk = UnicodeAttribute(hash_key=True)  # SVC#<service>
+    sk = UnicodeAttribute(range_key=True, default=HEAD)
+    next_seq = IntAttribute(null=True)
+    done_seq = IntAttribute(null=True)
+    last_received_at_ms = IntAttribute(null=True)
+
+
+class EventRecordRow(Model):
+    """ExternalEventsTable, an event id already received: its sequence and hash (the dedup record)."""
+
+    pk = UnicodeAttribute(hash_key=True)  # EVT#<service>#<event_id>
+    sk = UnicodeAttribute(range_key=True, default=EVENT)
+    item_type = UnicodeAttribute(default="event")
+    seq = IntAttribute()
+    content_hash = UnicodeAttribute()
+    received_at_ms = IntAttribute()
+    expires_at = TTLAttribute(null=True)
+
+
+class CardRow(Model):
+    """ExternalEventsTable, where a card was delivered, and its revision."""
+
+    pk = UnicodeAttribute(hash_key=True)  # CARD#<service>#<card_id>#<type>:<receive_id>
+    sk = UnicodeAttribute(range_key=True, default=CARD)
+    item_type = UnicodeAttribute(default="card")
+    message_id = UnicodeAttribute()
+    revision = IntAttribute()
+    content_hash = UnicodeAttribute()
+    updated_at_ms = IntAttribute(null=True)
 
 
 def service_pk(service_id: str) -> str:
@@ -50,246 +154,203 @@ def card_pk(service_id: str, card_id: str, target: Target) -> str:
     return f"CARD#{service_id}#{card_id}#{target.key}"
 
 
-def _key(pk: str, sk: str) -> dict[str, Any]:
-    return {"pk": {"S": pk}, "sk": {"S": sk}}
+def _expiry(ms: int) -> Any:
+    return ttl(ms // 1000)
 
 
-def _seconds(ms: int | None) -> int | None:
-    return None if ms is None else ms // 1000
+def _attention_sk(job: Job, at_ms: int) -> str:
+    return f"{at_ms:013d}#{job.service_id}#{job.seq:012d}"
 
 
-def new_job_item(job: Job) -> dict[str, Any]:
-    blocking = job.status.blocking
-    return to_item(
-        {
-            "pk": service_pk(job.service_id),
-            "sk": job_sk(job.seq),
-            "item_type": JOB_ITEM,
-            "service_id": job.service_id,
-            "seq": job.seq,
-            "event_id": job.event.event_id,
-            "content": job.event.content(),
-            "content_hash": job.content_hash,
-            "received_at_ms": job.received_at_ms,
-            "status": str(job.status),
-            "attempts": job.attempts,
-            "generation": job.generation,
-            "attention": str(job.status) if blocking else None,
-            "attention_sk": f"{job.blocked_at_ms:013d}#{job.service_id}#{job.seq:012d}" if blocking else None,
-        }
-    )
+def _lost_race(error: Exception) -> bool:
+    """Another append took the sequence this one read (not a duplicate event)."""
+    return isinstance(error, Cancelled)
 
 
-def job_from_item(item: dict[str, Any]) -> Job:
-    return Job(
-        service_id=item["service_id"],
-        seq=item["seq"],
-        event=ExternalEvent.from_content(item["event_id"], item["content"]),
-        content_hash=item["content_hash"],
-        received_at_ms=item["received_at_ms"],
-        status=JobStatus(item["status"]),
-        attempts=item.get("attempts", 0),
-        attempt_id=item.get("attempt_id", ""),
-        lock_until_ms=item.get("lock_until_ms", 0),
-        marked_at_ms=item.get("marked_at_ms", 0),
-        next_attempt_at_ms=item.get("next_attempt_at_ms", 0),
-        last_error=item.get("last_error", ""),
-        outcome=item.get("outcome", ""),
-        message_id=item.get("message_id", ""),
-        finished_at_ms=item.get("finished_at_ms", 0),
-        blocked_at_ms=item.get("blocked_at_ms", 0),
-        generation=item.get("generation", 0),
-        resolutions=tuple(item.get("resolutions", ())),
-    )
+def job_from_image(image: Image) -> Job | None:
+    """The job a stream image shows (None for any other item)."""
+    if image.get("item_type", {}).get("S") != JOB_ITEM:
+        return None
+    return JobRow.from_raw_data(image).job()
 
 
-def is_job(item: dict[str, Any]) -> bool:
-    return item.get("item_type") == JOB_ITEM
+class DynamoJobStore:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._database = database = Database(client)
+        self._jobs = database.bind(JobRow, table_name)
+        self._heads = database.bind(HeadRow, table_name)
+        self._records = database.bind(EventRecordRow, table_name)
+        self._cards = database.bind(CardRow, table_name)
 
-
-class DynamoJobStore(DynamoTable):
     # ------------------------------------------------------------------ intake
     def append(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
         """The event becomes job `next_seq + 1` in one transaction with the counter and its dedup record;
         a lost race for the counter reads it again, so sequence order is the order of commits, and
         `received_at_ms` (taken after the head is read, never before the previous job's) follows it."""
-        for _ in range(_APPEND_RETRIES):
+
+        def attempt() -> Job:
             head = self.head(service_id)
             now = max(clock(), head.last_received_at_ms)  # never before the job ahead of it
             job = Job(service_id, head.next_seq + 1, event, event.content_hash, now)
-            try:
-                self._transact(
+            heads, records = self._heads, self._records
+            record = records(
+                pk=event_pk(service_id, event.event_id), seq=job.seq, content_hash=job.content_hash, received_at_ms=now
+            )
+
+            def write(transaction: Transaction) -> None:
+                transaction.update(
+                    heads(pk=service_pk(service_id)),
                     [
-                        {
-                            "Update": {
-                                "TableName": self._table,
-                                "Key": _key(service_pk(service_id), HEAD),
-                                "UpdateExpression": (
-                                    "SET next_seq = :seq, last_received_at_ms = :now,"
-                                    " done_seq = if_not_exists(done_seq, :zero)"
-                                ),
-                                "ConditionExpression": "attribute_not_exists(next_seq) OR next_seq = :prev",
-                                "ExpressionAttributeValues": {
-                                    ":seq": to_attr(job.seq),
-                                    ":now": to_attr(now),
-                                    ":prev": to_attr(head.next_seq),
-                                    ":zero": to_attr(0),
-                                },
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self._table,
-                                "Item": to_item(
-                                    {
-                                        "pk": event_pk(service_id, event.event_id),
-                                        "sk": "EVENT",
-                                        "item_type": "event",
-                                        "seq": job.seq,
-                                        "content_hash": job.content_hash,
-                                        "received_at_ms": now,
-                                    }
-                                ),
-                                # An expired record (past the dedup window, not yet swept) no longer counts.
-                                "ConditionExpression": "attribute_not_exists(pk) OR expires_at < :now_s",
-                                "ExpressionAttributeValues": {":now_s": to_attr(now // 1000)},
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self._table,
-                                "Item": new_job_item(job),
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                    ]
+                        heads.next_seq.set(job.seq),
+                        heads.last_received_at_ms.set(now),
+                        heads.done_seq.set(heads.done_seq | 0),
+                    ],
+                    heads.next_seq.does_not_exist() | (heads.next_seq == head.next_seq),
                 )
-                return job
-            except ClientError as exc:
-                if not is_transaction_cancelled(exc):
-                    raise
-                if cancelled_on(exc, 1):
-                    stored = self._stored_event(service_id, event.event_id)
-                    if stored is not None:
-                        raise DuplicateEvent(stored) from exc
-                time.sleep(random.uniform(0, 0.02))  # noqa: S311 - jitter, not secrecy
-        raise RuntimeError(f"could not take a receive sequence for {service_id} (too much contention)")
+                # An expired record (past the dedup window, not yet swept) no longer counts.
+                transaction.put(
+                    record, records.pk.does_not_exist() | (records.expires_at < ttl(now // 1000)), label="dedup"
+                )
+                transaction.put(self._job_row(job), self._jobs.pk.does_not_exist())
+
+            try:
+                self._database.transact(write)
+            except Cancelled as cancelled:
+                stored = self._stored_event(service_id, event.event_id) if "dedup" in cancelled.failed else None
+                if stored is not None:
+                    raise DuplicateEvent(stored) from cancelled
+                raise
+            return job
+
+        try:
+            return with_backoff(
+                attempt,
+                retry_on=lambda error: isinstance(error, Cancelled),
+                attempts=_APPEND_ATTEMPTS,
+                base_s=0.02,
+                cap_s=0.02,
+            )
+        except Cancelled as error:
+            raise RuntimeError(f"could not take a receive sequence for {service_id} (too much contention)") from error
+
+    def _job_row(self, job: Job) -> JobRow:
+        blocking = job.status.blocking
+        return self._jobs(
+            pk=service_pk(job.service_id),
+            sk=job_sk(job.seq),
+            service_id=job.service_id,
+            seq=job.seq,
+            event_id=job.event.event_id,
+            content=job.event.content(),
+            content_hash=job.content_hash,
+            received_at_ms=job.received_at_ms,
+            status=str(job.status),
+            attempts=job.attempts,
+            generation=job.generation,
+            attention=str(job.status) if blocking else None,
+            attention_sk=_attention_sk(job, job.blocked_at_ms) if blocking else None,
+        )
 
     def _stored_event(self, service_id: str, event_id: str) -> StoredEvent | None:
-        item = self._get_item(_key(event_pk(service_id, event_id), "EVENT"))
-        if item is None:
+        try:
+            row = self._records.get(event_pk(service_id, event_id), EVENT, consistent_read=True)
+        except self._records.DoesNotExist:
             return None
-        return StoredEvent(event_id, item["seq"], item["content_hash"], item["received_at_ms"])
+        return StoredEvent(event_id, row.seq, row.content_hash, row.received_at_ms)
 
     # ------------------------------------------------------------------ reads
     def head(self, service_id: str) -> ServiceHead:
-        item = self._get_item(_key(service_pk(service_id), HEAD))
-        if item is None:
+        try:
+            row = self._heads.get(service_pk(service_id), HEAD, consistent_read=True)
+        except self._heads.DoesNotExist:
             return ServiceHead(service_id)
         return ServiceHead(
             service_id,
-            next_seq=item.get("next_seq", 0),
-            done_seq=item.get("done_seq", 0),
-            last_received_at_ms=item.get("last_received_at_ms", 0),
+            next_seq=row.next_seq or 0,
+            done_seq=row.done_seq or 0,
+            last_received_at_ms=row.last_received_at_ms or 0,
         )
 
     def job(self, service_id: str, seq: int) -> Job | None:
-        item = self._get_item(_key(service_pk(service_id), job_sk(seq)))
-        return job_from_item(item) if item is not None and is_job(item) else None
+        try:
+            return self._jobs.get(service_pk(service_id), job_sk(seq), consistent_read=True).job()
+        except self._jobs.DoesNotExist:
+            return None
 
     def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None:
-        item = self._get_item(_key(card_pk(service_id, card_id, target), "CARD"))
-        if item is None:
+        try:
+            row = self._cards.get(card_pk(service_id, card_id, target), CARD, consistent_read=True)
+        except self._cards.DoesNotExist:
             return None
-        return CardMessage(item["message_id"], item["revision"], item["content_hash"])
+        return CardMessage(row.message_id, row.revision, row.content_hash)
 
     def blocked(self) -> list[Job]:
-        jobs: list[Job] = []
-        for status in (JobStatus.FAILED, JobStatus.UNKNOWN):
-            items = self._query_all(
-                {
-                    "TableName": self._table,
-                    "IndexName": BY_ATTENTION_INDEX,
-                    "KeyConditionExpression": "attention = :a",
-                    "ExpressionAttributeValues": {":a": {"S": str(status)}},
-                }
-            )
-            jobs.extend(job_from_item(item) for item in items if is_job(item))
+        jobs = [
+            row.job()
+            for status in (JobStatus.FAILED, JobStatus.UNKNOWN)
+            for row in self._jobs.by_attention.query(str(status))
+            if row.item_type == JOB_ITEM
+        ]
         return sorted(jobs, key=lambda job: job.blocked_at_ms)
 
     # ------------------------------------------------------------------ the job's transitions
     def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
+        heads = self._heads
         try:
-            self._ddb.update_item(**self._advance(service_id, from_seq, to_seq))
-        except ClientError as exc:
-            if not is_conditional_check_failed(exc):
+            heads(pk=service_pk(service_id)).update(
+                actions=[heads.done_seq.set(to_seq)], condition=heads.done_seq == from_seq
+            )
+        except UpdateError as error:
+            if not condition_failed(error):
                 raise
 
-    def _advance(self, service_id: str, from_seq: int, to_seq: int) -> Any:
-        return {
-            "TableName": self._table,
-            "Key": _key(service_pk(service_id), HEAD),
-            "UpdateExpression": "SET done_seq = :to",
-            "ConditionExpression": "done_seq = :from",
-            "ExpressionAttributeValues": {":to": to_attr(to_seq), ":from": to_attr(from_seq)},
-        }
+    def _advance(self, transaction: Transaction, job: Job) -> None:
+        """The head moves with its job."""
+        heads = self._heads
+        transaction.update(
+            heads(pk=service_pk(job.service_id)), [heads.done_seq.set(job.seq)], heads.done_seq == job.seq - 1
+        )
 
-    def _job_update(
-        self,
-        job: Job,
-        sets: dict[str, Any],
-        removes: tuple[str, ...] = (),
-        condition: str = "#status = :was AND attempt_id = :attempt",
-        condition_values: dict[str, Any] | None = None,
-    ) -> Any:
-        names = {"#status": "status"}
-        values: dict[str, Any] = {":was": to_attr(str(job.status))}
-        if ":attempt" in condition:
-            values[":attempt"] = to_attr(job.attempt_id)
-        for name, value in (condition_values or {}).items():
-            values[name] = to_attr(value)
-        assignments = []
-        for index, (field, value) in enumerate(sets.items()):
-            names[f"#f{index}"] = field
-            values[f":v{index}"] = to_attr(value)
-            assignments.append(f"#f{index} = :v{index}")
-        expression = "SET " + ", ".join(assignments)
-        if removes:
-            expression += " REMOVE " + ", ".join(removes)
-        return {
-            "TableName": self._table,
-            "Key": _key(service_pk(job.service_id), job_sk(job.seq)),
-            "UpdateExpression": expression,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
+    def _changes(self, sets: Mapping[str, Any], removes: tuple[str, ...] = ()) -> list[Action]:
+        attributes = self._jobs.get_attributes()
+        changes: list[Action] = [attributes[name].set(value) for name, value in sets.items()]
+        return changes + [attributes[name].remove() for name in removes]
 
-    def _guarded(self, write: Callable[[], Any], job: Job, landed: Callable[[Job], bool]) -> None:
+    def _by_attempt(self, job: Job) -> Condition:
+        """Still in the status it was read in, and still this attempt's."""
+        same: Condition = (self._jobs.status == str(job.status)) & (self._jobs.attempt_id == job.attempt_id)
+        return same
+
+    def _row_of(self, job: Job) -> JobRow:
+        return self._jobs(pk=service_pk(job.service_id), sk=job_sk(job.seq))
+
+    def _guarded(self, write: Callable[[], object], job: Job, landed: Callable[[Job], bool]) -> None:
         """Run one conditional write of `job`. When its condition fails, the job is read again: a write whose
         earlier try landed (a timeout the SDK retried) is done; anything else means the job moved on."""
         try:
             write()
-        except ClientError as exc:
-            if not (is_conditional_check_failed(exc) or is_transaction_cancelled(exc)):
+        except (UpdateError, Cancelled) as error:
+            if isinstance(error, UpdateError) and not condition_failed(error):
                 raise
             current = self.job(job.service_id, job.seq)
             if current is not None and landed(current):
                 return
-            raise StaleJob(str(exc)) from exc
+            raise StaleJob(str(error)) from error
 
     @staticmethod
     def _now_by(job: Job, status: JobStatus) -> Callable[[Job], bool]:
         """The job is in `status` by the same attempt: this write (or its earlier try) took it there."""
         return lambda current: current.status is status and current.attempt_id == job.attempt_id
 
+    def _update(self, job: Job, sets: Mapping[str, Any], removes: tuple[str, ...], condition: Condition) -> None:
+        self._row_of(job).update(actions=self._changes(sets, removes), condition=condition)
+
     def claim(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job:
+        jobs = self._jobs
         if job.status is JobStatus.RUNNING:  # its worker died before the mark and its lease ran out
-            condition = "#status = :was AND attempt_id = :attempt AND lock_until_ms < :now"
-            condition += " AND attribute_not_exists(marked_at_ms)"
-            guard = {":now": now}
+            condition = self._by_attempt(job) & (jobs.lock_until_ms < now) & jobs.marked_at_ms.does_not_exist()
         else:
-            condition, guard = "#status = :was AND generation = :generation", {":generation": job.generation}
+            condition = (jobs.status == str(job.status)) & (jobs.generation == job.generation)
         sets = {
             "status": str(JobStatus.RUNNING),
             "attempt_id": attempt_id,
@@ -298,11 +359,7 @@ class DynamoJobStore(DynamoTable):
             "updated_at_ms": now,
         }
         claimed = replace(job, attempt_id=attempt_id)
-        self._guarded(
-            lambda: self._ddb.update_item(**self._job_update(job, sets, condition=condition, condition_values=guard)),
-            job,
-            self._now_by(claimed, JobStatus.RUNNING),
-        )
+        self._guarded(lambda: self._update(job, sets, (), condition), job, self._now_by(claimed, JobStatus.RUNNING))
         return replace(
             job,
             status=JobStatus.RUNNING,
@@ -313,7 +370,7 @@ class DynamoJobStore(DynamoTable):
 
     def mark(self, job: Job, now: int) -> Job:
         self._guarded(
-            lambda: self._ddb.update_item(**self._job_update(job, {"marked_at_ms": now, "updated_at_ms": now})),
+            lambda: self._update(job, {"marked_at_ms": now, "updated_at_ms": now}, (), self._by_attempt(job)),
             job,
             lambda current: self._now_by(job, JobStatus.RUNNING)(current) and current.marked_at_ms == now,
         )
@@ -328,7 +385,7 @@ class DynamoJobStore(DynamoTable):
         }
         # The attempt id stays (a claim replaces it), so a retried write can recognise its own landing.
         self._guarded(
-            lambda: self._ddb.update_item(**self._job_update(job, sets, ("lock_until_ms", "marked_at_ms"))),
+            lambda: self._update(job, sets, ("lock_until_ms", "marked_at_ms"), self._by_attempt(job)),
             job,
             self._now_by(job, JobStatus.QUEUED),
         )
@@ -339,13 +396,13 @@ class DynamoJobStore(DynamoTable):
             "last_error": reason[:1000],
             "blocked_at_ms": now,
             "attention": str(status),
-            "attention_sk": f"{now:013d}#{job.service_id}#{job.seq:012d}",
+            "attention_sk": _attention_sk(job, now),
             "updated_at_ms": now,
         }
         if expires_at_ms is not None:
-            sets["expires_at"] = _seconds(expires_at_ms)
+            sets["expires_at"] = _expiry(expires_at_ms)
         self._guarded(
-            lambda: self._ddb.update_item(**self._job_update(job, sets, ("lock_until_ms",))),
+            lambda: self._update(job, sets, ("lock_until_ms",), self._by_attempt(job)),
             job,
             self._now_by(job, status),
         )
@@ -365,17 +422,19 @@ class DynamoJobStore(DynamoTable):
             "outcome": outcome,
             "message_id": message_id,
             "finished_at_ms": now,
-            "expires_at": _seconds(expires_at_ms),
+            "expires_at": _expiry(expires_at_ms),
             "updated_at_ms": now,
         }
-        items: list[TransactWriteItemTypeDef] = [
-            {"Update": self._job_update(job, sets, ("lock_until_ms", "attention", "attention_sk"))},
-            self._dedup_expiry(job, expires_at_ms),
-            {"Update": self._advance(job.service_id, job.seq - 1, job.seq)},  # the head moves with its job
-        ]
-        if card is not None:
-            items.append(self._card_put(card, now))
-        self._guarded(lambda: self._transact(items), job, self._now_by(job, status))
+
+        def write(transaction: Transaction) -> None:
+            removes = ("lock_until_ms", "attention", "attention_sk")
+            transaction.update(self._row_of(job), self._changes(sets, removes), self._by_attempt(job))
+            self._dedup_expiry(transaction, job, expires_at_ms)
+            self._advance(transaction, job)
+            if card is not None:
+                self._card_put(transaction, card, now)
+
+        self._guarded(lambda: self._database.transact(write), job, self._now_by(job, status))
 
     def resolve(
         self,
@@ -408,58 +467,46 @@ class DynamoJobStore(DynamoTable):
         }
         removes: tuple[str, ...] = ("attention", "attention_sk", "attempt_id", "marked_at_ms", "lock_until_ms")
         if expires_at_ms is not None:
-            sets["expires_at"] = _seconds(expires_at_ms)
+            sets["expires_at"] = _expiry(expires_at_ms)
             sets["finished_at_ms"] = now
         else:
             removes += ("expires_at",)
-        update = self._job_update(
-            job, sets, removes, condition="#status = :was AND generation = :generation",
-            condition_values={":generation": job.generation},
-        )  # fmt: skip
-        items: list[TransactWriteItemTypeDef] = [{"Update": update}]
-        if expires_at_ms is not None:
-            items.append(self._dedup_expiry(job, expires_at_ms))
-        if card is not None:
-            items.append(self._card_put(card, now))
+        jobs = self._jobs
+        as_read = (jobs.status == str(job.status)) & (jobs.generation == job.generation)
+
+        def write(transaction: Transaction) -> None:
+            transaction.update(self._row_of(job), self._changes(sets, removes), as_read)
+            if expires_at_ms is not None:
+                self._dedup_expiry(transaction, job, expires_at_ms)
+            if card is not None:
+                self._card_put(transaction, card, now)
+
         self._guarded(
-            lambda: self._transact(items),
+            lambda: self._database.transact(write),
             job,
             lambda current: current.generation == resolved.generation and current.status is status,
         )
         return resolved
 
-    def _dedup_expiry(self, job: Job, expires_at_ms: int) -> TransactWriteItemTypeDef:
+    def _dedup_expiry(self, transaction: Transaction, job: Job, expires_at_ms: int) -> None:
         """From a job's end, its event id stays known for the retention (the dedup window)."""
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": _key(event_pk(job.service_id, job.event.event_id), "EVENT"),
-                "UpdateExpression": "SET expires_at = :e",
-                "ConditionExpression": "seq = :seq",
-                "ExpressionAttributeValues": {":e": to_attr(_seconds(expires_at_ms)), ":seq": to_attr(job.seq)},
-            }
-        }
+        records = self._records
+        transaction.update(
+            records(pk=event_pk(job.service_id, job.event.event_id)),
+            [records.expires_at.set(_expiry(expires_at_ms))],
+            records.seq == job.seq,
+        )
 
-    def _card_put(self, card: CardWrite, now: int) -> TransactWriteItemTypeDef:
-        if card.expected_revision is None:
-            condition, values = "attribute_not_exists(pk)", {}
-        else:
-            condition, values = "revision = :expected", {":expected": to_attr(card.expected_revision)}
-        put: Any = {
-            "TableName": self._table,
-            "Item": to_item(
-                {
-                    "pk": card_pk(card.service_id, card.card_id, card.target),
-                    "sk": "CARD",
-                    "item_type": "card",
-                    "message_id": card.card.message_id,
-                    "revision": card.card.revision,
-                    "content_hash": card.card.content_hash,
-                    "updated_at_ms": now,
-                }
-            ),
-            "ConditionExpression": condition,
-        }
-        if values:
-            put["ExpressionAttributeValues"] = values
-        return {"Put": put}
+    def _card_put(self, transaction: Transaction, card: CardWrite, now: int) -> None:
+        cards = self._cards
+        row = cards(
+            pk=card_pk(card.service_id, card.card_id, card.target),
+            message_id=card.card.message_id,
+            revision=card.card.revision,
+            content_hash=card.card.content_hash,
+            updated_at_ms=now,
+        )
+        expected = (
+            cards.pk.does_not_exist() if card.expected_revision is None else cards.revision == card.expected_revision
+        )
+        transaction.put(row, expected)

@@ -7,19 +7,18 @@ from collections.abc import Callable
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from herald.dynamo import Image, from_image
-from herald.events.dynamo import is_job, job_from_item
+from herald.dynamo import Image
+from herald.events.dynamo import job_from_image
 from herald.events.service import NotYet, nudges_for
 from herald.events.wiring import dispatch_queue, dispatcher
 from herald.observability import logger
 from herald.workers import PermanentFailure, RetryLater
 
 
-def on_events_change(old_image: Image | None, new_image: Image | None) -> None:
+def on_events_change(old: Image | None, new: Image | None) -> None:
     """The events table's stream is the dispatch outbox: a new job, or a blocked one resolved, nudges its service."""
-    old, new = from_image(old_image), from_image(new_image)
-    before = job_from_item(old) if old and is_job(old) else None
-    after = job_from_item(new) if new and is_job(new) else None
+    before = job_from_image(old) if old else None
+    after = job_from_image(new) if new else None
     for nudge in nudges_for(before, after):
         dispatch_queue().publish(nudge)
 

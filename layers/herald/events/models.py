@@ -117,6 +117,17 @@ class ExternalEvent:
 
 
 @dataclass(frozen=True)
+class Card:
+    """What one external event shows: a shared card (so later revisions can update it for everyone)."""
+
+    title: str
+    status: str
+    summary: str
+    event_type: str
+    markdown: bool = False  # the summary as lark_md (links, mentions); otherwise shown as plain text
+
+
+@dataclass(frozen=True)
 class Job:
     service_id: str
     seq: int  # the service's receive sequence: the one order its jobs run in

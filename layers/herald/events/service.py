@@ -20,9 +20,10 @@ from typing import Any, Protocol
 
 from herald import budgets
 from herald.clock import Clock, now_ms
-from herald.errors import Conflict, NotFound, PermissionDenied
+from herald.errors import Conflict, DeliveryError, NotFound, PermissionDenied
 from herald.events.models import (
     Accepted,
+    Card,
     CardDecision,
     CardMessage,
     ExternalEvent,
@@ -33,7 +34,6 @@ from herald.events.models import (
     decide_card,
     parse_job_id,
 )
-from herald.providers.feishu import Card, FeishuError
 
 MAX_BACKOFF_MS = 300_000
 
@@ -331,7 +331,7 @@ class EventDispatcher:
                 )
         try:
             self._messenger.tenant_access_token()  # before the mark: a token failure touches nothing
-        except FeishuError as exc:
+        except DeliveryError as exc:
             return self._not_done(job, exc)
         job = self._store.mark(job, self._clock())
         try:
@@ -343,7 +343,7 @@ class EventDispatcher:
                     event.target.receive_id_type, event.target.receive_id, card_of(event), job.feishu_uuid
                 )
                 outcome = "sent"
-        except FeishuError as exc:
+        except DeliveryError as exc:
             if exc.maybe_delivered:
                 return self._block(job, JobStatus.UNKNOWN, str(exc))
             return self._not_done(job, exc)
@@ -352,7 +352,7 @@ class EventDispatcher:
             raise
         return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card_write(job, message_id, current))
 
-    def _not_done(self, job: Job, exc: FeishuError) -> bool:
+    def _not_done(self, job: Job, exc: DeliveryError) -> bool:
         """The provider did not act: retry with backoff while it may succeed and attempts remain."""
         if not exc.retryable:
             return self._block(job, JobStatus.FAILED, str(exc))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pynamodb.attributes import BooleanAttribute, MapAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
+from pynamodb.pagination import ResultIterator
 
 from herald.inbox.models import DEFAULT_PREFERENCES, Kind, Notification
 from herald.tables import Cancelled, Database, IntAttribute, Transaction, page, ttl
@@ -337,37 +338,26 @@ class DynamoInboxStore:
         )
 
     def page(
-        self, app_code: str, user_id: str, unread_only: bool, since_ms: int, limit: int, cursor: dict[str, Any] | None
-    ) -> tuple[list[Notification], dict[str, Any] | None]:
+        self, app_code: str, user_id: str, unread_only: bool, since_ms: int, limit: int, page_token: str
+    ) -> tuple[list[Notification], str]:
         rows = self._notifications
         pk = user_pk(app_code, user_id)
         window = (_sk_at(since_ms), _LAST_SK)
-        if unread_only:
-            found, last = page(
-                lambda start: rows.by_unread.query(
-                    pk,
-                    rows.unread_sk.between(*window),
-                    scan_index_forward=False,
-                    limit=limit,
-                    page_size=limit,
+        scope: dict[str, str | int] = {"user": f"{app_code}#{user_id}", "unread": int(unread_only)}
+
+        def query(start: dict[str, Any] | None) -> ResultIterator[NotificationRow]:
+            if unread_only:
+                return rows.by_unread.query(
+                    pk, rows.unread_sk.between(*window), scan_index_forward=False, limit=limit, page_size=limit,
                     last_evaluated_key=start,
-                ),
-                cursor,
-            )
-        else:
-            found, last = page(
-                lambda start: rows.query(
-                    pk,
-                    rows.sk.between(*window),
-                    scan_index_forward=False,
-                    consistent_read=True,
-                    limit=limit,
-                    page_size=limit,
-                    last_evaluated_key=start,
-                ),
-                cursor,
-            )
-        return [row.notification() for row in found], last
+                )  # fmt: skip
+            return rows.query(
+                pk, rows.sk.between(*window), scan_index_forward=False, consistent_read=True, limit=limit,
+                page_size=limit, last_evaluated_key=start,
+            )  # fmt: skip
+
+        found, next_token = page(query, page_token, scope)
+        return [row.notification() for row in found], next_token
 
     def preferences(self, app_code: str, user_id: str) -> dict[str, bool]:
         try:

@@ -27,7 +27,6 @@ from herald.inbox.models import (
     Recorded,
     dedup_key,
 )
-from herald.pagination import decode_token, encode_token
 
 NOTIFICATION_ID = re.compile(r"^ntf_[0-9]{13}[0-9a-f]{8}$")
 FIELD = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
@@ -60,8 +59,11 @@ class InboxStore(Protocol):
     def unread_older_than(self, app_code: str, user_id: str, created_before_ms: int) -> int: ...
 
     def page(
-        self, app_code: str, user_id: str, unread_only: bool, since_ms: int, limit: int, cursor: dict[str, Any] | None
-    ) -> tuple[list[Notification], dict[str, Any] | None]: ...
+        self, app_code: str, user_id: str, unread_only: bool, since_ms: int, limit: int, page_token: str
+    ) -> tuple[list[Notification], str]:
+        """Newest first, from the page `page_token` names (opaque; "" for the first); with the next page's
+        token ("" after the last)."""
+        ...
 
     def preferences(self, app_code: str, user_id: str) -> dict[str, bool]: ...
 
@@ -174,13 +176,9 @@ class Inbox:
     ) -> tuple[list[Notification], str]:
         if not 1 <= page_size <= MAX_PAGE:
             raise InvalidArgument(f"page_size must be between 1 and {MAX_PAGE}")
-        scope = {"user": f"{principal.app_code}#{principal.user_id}", "unread": int(unread_only)}
-        cursor = decode_token(page_token, scope)
-        key = {k: v for k, v in (cursor or {}).items() if k not in scope}
-        items, last = self._store.page(
-            principal.app_code, principal.user_id, unread_only, self._since(), page_size, key or None
+        return self._store.page(
+            principal.app_code, principal.user_id, unread_only, self._since(), page_size, page_token
         )
-        return items, encode_token({**scope, **last} if last else None)
 
     def read(self, principal: Principal, notification_id: str) -> int:
         notification = self._owned(principal, notification_id)

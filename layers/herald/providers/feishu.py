@@ -26,6 +26,8 @@ from typing import Any
 from urllib.parse import quote
 
 from herald import budgets
+from herald.errors import DeliveryError
+from herald.events.models import Card
 from herald.providers import http
 
 TOKEN_PATH = "/open-apis/auth/v3/tenant_access_token/internal"  # noqa: S105 - a path, not a secret
@@ -38,45 +40,34 @@ NOT_DONE_CODES = RETRYABLE_CODES | TOKEN_INVALID_CODES  # Feishu did not act, an
 _TOKEN_REFRESH_MARGIN_S = 300
 
 
-class FeishuError(Exception):
+class FeishuError(DeliveryError):
     def __init__(
         self, message: str, *, retryable: bool, maybe_delivered: bool = False, code: int | None = None
     ) -> None:
-        super().__init__(message)
-        self.retryable = retryable
-        self.maybe_delivered = maybe_delivered
+        super().__init__(message, retryable=retryable, maybe_delivered=maybe_delivered)
         self.code = code
 
 
-@dataclass(frozen=True)
-class Card:
-    """What one external event shows: a shared card (so later revisions can update it for everyone)."""
-
-    title: str
-    status: str
-    summary: str
-    event_type: str
-    markdown: bool = False  # the summary as lark_md (links, mentions); otherwise shown as plain text
-
-    def content(self) -> dict[str, Any]:
-        template = {"failed": "red", "succeeded": "green", "success": "green", "running": "blue"}.get(
-            self.status.lower(), "grey"
-        )
-        return {
-            "config": {"wide_screen_mode": True, "update_multi": True},
-            "header": {"title": {"tag": "plain_text", "content": self.title}, "template": template},
-            "elements": [
-                {
-                    "tag": "div",
-                    "text": {"tag": "lark_md" if self.markdown else "plain_text", "content": self.summary or " "},
-                },
-                {"tag": "note", "elements": [{"tag": "plain_text", "content": f"{self.status} · {self.event_type}"}]},
-            ],
-        }
+def card_json(card: Card) -> dict[str, Any]:
+    """The Feishu interactive card an external event shows: shared, so later revisions update it for all."""
+    template = {"failed": "red", "succeeded": "green", "success": "green", "running": "blue"}.get(
+        card.status.lower(), "grey"
+    )
+    return {
+        "config": {"wide_screen_mode": True, "update_multi": True},
+        "header": {"title": {"tag": "plain_text", "content": card.title}, "template": template},
+        "elements": [
+            {
+                "tag": "div",
+                "text": {"tag": "lark_md" if card.markdown else "plain_text", "content": card.summary or " "},
+            },
+            {"tag": "note", "elements": [{"tag": "plain_text", "content": f"{card.status} · {card.event_type}"}]},
+        ],
+    }
 
 
 def _content_string(card: Card) -> str:
-    return json.dumps(card.content(), separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(card_json(card), separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass

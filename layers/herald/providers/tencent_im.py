@@ -22,6 +22,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from herald import budgets
+from herald.confirms.models import CustomMessage, SendResult
+from herald.errors import DeliveryError
 from herald.providers import http
 
 SENDMSG_PATH = "/v4/openim/sendmsg"
@@ -92,54 +94,32 @@ def verify_user_sig(
     return None
 
 
-def new_msg_random() -> int:
-    """A 32-bit unsigned MsgRandom, chosen once per message and kept for its retries."""
-    return secrets.randbelow(2**32)
+def send_body(message: CustomMessage) -> dict[str, Any]:
+    """The sendmsg request body of a custom message (a TIMCustomElem)."""
+    body: dict[str, Any] = {
+        "SyncOtherMachine": 1 if message.sync_other_machine else 2,
+        "From_Account": message.from_account,
+        "To_Account": message.to_account,
+        "MsgRandom": message.msg_random,
+        "MsgBody": [
+            {
+                "MsgType": "TIMCustomElem",
+                "MsgContent": {
+                    "Data": json.dumps(message.data, separators=(",", ":"), ensure_ascii=False),
+                    "Desc": message.desc,
+                    "Ext": message.ext,
+                },
+            }
+        ],
+    }
+    if message.send_msg_control:
+        body["SendMsgControl"] = list(message.send_msg_control)
+    return body
 
 
-@dataclass(frozen=True)
-class CustomMessage:
-    from_account: str
-    to_account: str
-    msg_random: int
-    data: dict[str, Any]
-    desc: str
-    ext: str
-    sync_other_machine: bool = True  # the sender's own devices get it too
-    send_msg_control: tuple[str, ...] = ()  # e.g. ("NoUnread", "NoLastMsg") for state updates
-
-    def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "SyncOtherMachine": 1 if self.sync_other_machine else 2,
-            "From_Account": self.from_account,
-            "To_Account": self.to_account,
-            "MsgRandom": self.msg_random,
-            "MsgBody": [
-                {
-                    "MsgType": "TIMCustomElem",
-                    "MsgContent": {
-                        "Data": json.dumps(self.data, separators=(",", ":"), ensure_ascii=False),
-                        "Desc": self.desc,
-                        "Ext": self.ext,
-                    },
-                }
-            ],
-        }
-        if self.send_msg_control:
-            body["SendMsgControl"] = list(self.send_msg_control)
-        return body
-
-
-@dataclass(frozen=True)
-class SendResult:
-    msg_key: str
-    msg_time: int
-
-
-class TencentImError(Exception):
+class TencentImError(DeliveryError):
     def __init__(self, message: str, *, retryable: bool, error_code: int | None = None) -> None:
-        super().__init__(message)
-        self.retryable = retryable
+        super().__init__(message, retryable=retryable)
         self.error_code = error_code
 
 
@@ -169,7 +149,7 @@ class TencentImClient:
                 "sdkappid": self.sdk_app_id,
                 "identifier": self.admin_identifier,
                 "usersig": self._admin_sig(),
-                "random": new_msg_random(),
+                "random": secrets.randbelow(2**32),  # a per-request nonce
                 "contenttype": "json",
             }
         )
@@ -201,7 +181,7 @@ class TencentImClient:
         )
 
     def send(self, message: CustomMessage) -> SendResult:
-        result = self._call(SENDMSG_PATH, message.body())
+        result = self._call(SENDMSG_PATH, send_body(message))
         return SendResult(msg_key=str(result.get("MsgKey", "")), msg_time=int(result.get("MsgTime", 0)))
 
     def find_sent(

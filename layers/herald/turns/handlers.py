@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from herald.dynamo import Image, from_image
+from herald.dynamo import Image
 from herald.observability import logger, metrics
 from herald.settings import get_settings
-from herald.turns.dynamo import agent_from_item, is_agent
+from herald.turns.dynamo import agent_from_image
 from herald.turns.wiring import turn_service
 
 
-def on_turns_change(old_image: Image | None, new_image: Image | None) -> None:
+def on_turns_change(old: Image | None, new: Image | None) -> None:
     """The turns table's stream is the outbox: a turn started (its agent's current turn changed) goes to
     the engine's queue. A later change while it runs (a message queued) does not send it again."""
-    old, new = from_image(old_image), from_image(new_image)
-    if new is None or not is_agent(new):
+    after = agent_from_image(new) if new else None
+    if after is None:
         return
-    after = agent_from_item(new)
-    before = agent_from_item(old) if old and is_agent(old) else None
+    before = agent_from_image(old) if old else None
     if after.turn is None or not after.undispatched or (before is not None and before.turn_id == after.turn_id):
         return
     if turn_service().dispatch(after.turn):

@@ -7,8 +7,6 @@ both, and the queue never holds more than ten.
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
@@ -17,6 +15,7 @@ from herald.auth.models import Principal
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from herald.ids import new_id
+from herald.retry import with_backoff
 from herald.turns.models import (
     AgentTurns,
     Delivery,
@@ -390,18 +389,27 @@ class TurnService:
         self._store.commit(change, self._clock())
 
     def _decided(self, decide: Callable[[], T]) -> T:
-        for attempt in range(_COMMIT_ATTEMPTS):
-            try:
-                return decide()
-            except StaleRead:
-                time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** min(attempt, 6))))  # noqa: S311 - jitter
-        raise RateLimited("too many concurrent changes to this session; try again", reason="busy")
+        """`decide()`, decided again on a fresh read while another change beat it to the session."""
+        try:
+            return with_backoff(
+                decide,
+                retry_on=lambda error: isinstance(error, StaleRead),
+                attempts=_COMMIT_ATTEMPTS,
+                base_s=0.005,
+                cap_s=0.2,
+            )
+        except StaleRead as error:
+            raise RateLimited("too many concurrent changes to this session; try again", reason="busy") from error
 
 
 _REFUSALS = {
     "awaiting_approval": "the agent's turn is waiting for an approval; the message was recorded but will not be read",
     "message_queue_full": "ten messages already wait for this agent; the message was recorded but will not be read",
 }
+
+
+def _is_stale(error: Exception) -> bool:
+    return isinstance(error, StaleRead)
 
 
 def _require_owner(session: Session, engine: EngineCaller) -> None:
