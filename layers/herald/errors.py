@@ -1,6 +1,6 @@
 """The one error hierarchy of Herald's domain.
 
-Domain code raises these; the HTTP edge (herald.api.envelope) is the single place that maps a code to a
+Domain code raises these; the HTTP edge (herald.web.envelope) is the single place that maps a code to a
 status. A `reason` is a stable machine-readable word clients may branch on (returned as `data.reason`),
 with any `details` beside it in `data`.
 """

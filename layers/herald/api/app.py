@@ -14,8 +14,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from herald.api import health, identity
-from herald.api.envelope import error_response
-from herald.api.input import strict_json_body
 from herald.confirms import routes as confirm_routes
 from herald.errors import HeraldError, RateLimited, Unavailable
 from herald.events import routes as event_routes
@@ -26,6 +24,8 @@ from herald.observability import logger
 from herald.settings import get_settings
 from herald.tables import is_throttled
 from herald.turns import routes as turn_routes
+from herald.web.envelope import error_response
+from herald.web.input import strict_json_body
 
 API_DESCRIPTION = f"""Herald's HTTP API. Errors are the envelope; each operation lists only the errors it can give.
 

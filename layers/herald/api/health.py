@@ -3,8 +3,8 @@
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from herald.api.envelope import Envelope, ok
 from herald.settings import get_settings
+from herald.web.envelope import Envelope, ok
 
 router = APIRouter()
 

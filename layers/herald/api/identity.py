@@ -3,8 +3,8 @@
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
-from herald.api.security import CurrentPrincipal, CurrentService
+from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
+from herald.web.security import CurrentPrincipal, CurrentService
 
 router = APIRouter()
 

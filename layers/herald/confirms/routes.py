@@ -8,12 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
-from herald.api.security import CurrentPrincipal, CurrentService
 from herald.confirms.models import Action, view
 from herald.confirms.service import MAX_BATCH, MAX_PAGE
 from herald.confirms.wiring import confirms, deliveries
 from herald.ids import APP_CODE_PATTERN
+from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
+from herald.web.security import CurrentPrincipal, CurrentService
 
 router = APIRouter(prefix="/api/v1/message/action-confirms", tags=["action confirms"])
 

@@ -8,13 +8,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from herald.api.envelope import SERVICE, Envelope, errors, ok
-from herald.api.security import CurrentService
 from herald.errors import InvalidArgument, PermissionDenied
 from herald.events.models import ExternalEvent, Target
 from herald.events.wiring import intake
 from herald.limits.wiring import rate_limiter, target_limit
 from herald.observability import metrics
+from herald.web.envelope import SERVICE, Envelope, errors, ok
+from herald.web.security import CurrentService
 
 router = APIRouter(tags=["external events"])
 

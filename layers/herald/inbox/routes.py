@@ -7,15 +7,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
-from herald.api.input import FreeFormJson
-from herald.api.security import TENANT, CurrentPrincipal, CurrentService
 from herald.auth.models import Principal
 from herald.ids import APP_CODE_PATTERN
 from herald.inbox.models import Kind, view
 from herald.inbox.service import MAX_PAGE, Incoming
 from herald.inbox.wiring import inbox
 from herald.observability import metrics
+from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
+from herald.web.input import FreeFormJson
+from herald.web.security import TENANT, CurrentPrincipal, CurrentService
 
 producer_router = APIRouter(prefix="/internal/v1/inbox", tags=["inbox producers"])
 router = APIRouter(prefix="/api/v1/inbox", tags=["inbox"])

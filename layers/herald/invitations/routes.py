@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from herald.api.envelope import APP, Envelope, errors, ok
-from herald.api.security import CurrentPrincipal
 from herald.invitations.models import Invitation, InvitationType
 from herald.invitations.wiring import invitations
 from herald.limits.wiring import rate_limiter, target_limit
+from herald.web.envelope import APP, Envelope, errors, ok
+from herald.web.security import CurrentPrincipal
 
 router = APIRouter(prefix="/api/v1/role-invitations", tags=["role invitations"])
 

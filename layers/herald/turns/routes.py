@@ -9,12 +9,12 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from herald.api.envelope import APP, SERVICE, Envelope, errors, ok
-from herald.api.security import TENANT, CurrentPrincipal, CurrentService
 from herald.ids import APP_CODE_PATTERN
 from herald.turns.models import ROLE_RANK, AgentTurns, SessionStatus
 from herald.turns.service import EngineCaller
 from herald.turns.wiring import turn_service
+from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
+from herald.web.security import TENANT, CurrentPrincipal, CurrentService
 
 router = APIRouter(prefix="/api/v1/sessions", tags=["agent turn queue"])
 engine_router = APIRouter(prefix="/internal/v1/sessions", tags=["agent engine"])
