@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from herald.auth.service_keys import ServiceKeys
 from herald.clock import now_ms
+from herald.errors import Conflict
 from herald.events.models import ExternalEvent, JobStatus, Target
 from herald.events.wiring import job_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
@@ -317,6 +318,23 @@ def test_operator_resolution_of_a_job_that_is_not_blocked_is_refused(partner: Pa
         operations().requeue("scheduler:1", by="alice")
     with pytest.raises(Exception, match="no job"):
         operations().skip("scheduler:99", by="alice")
+
+
+def test_a_failed_job_is_requeued_or_skipped_but_never_recorded_as_sent(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    """JOB_TRANSITIONS: Feishu refused a failed job's send, so "sent" (unknown -> succeeded) is not a move
+    from failed; a skipped job is finished and moves nowhere."""
+    feishu.queue_faults({"op": "send", "code": 230001, "status": 400})  # a refusal: not retryable
+    partner.accept("e1")
+    events.drain()
+    assert job_statuses("scheduler") == ["failed"]
+    with pytest.raises(Conflict, match="is failed, not unknown"):
+        operations().sent("scheduler:1", "om_1", by="bob")
+    assert operations().skip("scheduler:1", by="bob").status is JobStatus.SKIPPED
+    with pytest.raises(Conflict, match="is skipped, not failed or unknown"):
+        operations().requeue("scheduler:1", by="bob")
+    assert job_statuses("scheduler") == ["skipped"]
 
 
 def test_job_committed_between_the_dispatchers_reads_is_delivered_not_skipped(

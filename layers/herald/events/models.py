@@ -41,6 +41,30 @@ class JobStatus(StrEnum):
         return self in (JobStatus.FAILED, JobStatus.UNKNOWN)
 
 
+# A job's state machine: where each status may go. A worker claims a queued job, and may take over a
+# running one whose lease ran out; the attempt ends delivered (or rejected), back in the queue for a retry,
+# or blocked (failed: not delivered; unknown: maybe delivered). Only an operator moves a blocked job on,
+# and only an unknown one can be recorded as sent (a failed one was certainly not).
+JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
+    JobStatus.QUEUED: frozenset({JobStatus.RUNNING}),
+    JobStatus.RUNNING: frozenset(
+        {
+            JobStatus.RUNNING,
+            JobStatus.QUEUED,
+            JobStatus.SUCCEEDED,
+            JobStatus.REJECTED,
+            JobStatus.FAILED,
+            JobStatus.UNKNOWN,
+        }
+    ),
+    JobStatus.FAILED: frozenset({JobStatus.QUEUED, JobStatus.SKIPPED}),
+    JobStatus.UNKNOWN: frozenset({JobStatus.QUEUED, JobStatus.SUCCEEDED, JobStatus.SKIPPED}),
+    JobStatus.SUCCEEDED: frozenset(),
+    JobStatus.REJECTED: frozenset(),
+    JobStatus.SKIPPED: frozenset(),
+}
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

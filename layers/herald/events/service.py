@@ -22,6 +22,7 @@ from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, DeliveryError, NotFound, PermissionDenied
 from herald.events.models import (
+    JOB_TRANSITIONS,
     Accepted,
     Card,
     CardDecision,
@@ -301,6 +302,7 @@ class EventDispatcher:
                     raise budgets.OutOfTime(f"{left} ms left, {self._policy.reserve_ms} ms needed to claim a job")
                 self._nudge(Nudge(service_id, done, "continue"))
                 return DrainResult.PAUSED
+            _require_move(job, JobStatus.RUNNING)
             try:
                 claimed = self._store.claim(job, secrets.token_hex(8), now + self._policy.lease_ms, now)
             except StaleJob:
@@ -359,17 +361,20 @@ class EventDispatcher:
         if job.attempts >= self._policy.max_attempts:
             return self._block(job, JobStatus.FAILED, f"gave up after {job.attempts} attempts: {exc}")
         now, backoff = self._clock(), self._policy.backoff_ms(job.attempts)
+        _require_move(job, JobStatus.QUEUED)
         self._store.retry(job, str(exc), now + backoff, now)
         self._on_outcome(job, "retry")
         raise NotYet(f"job {job.job_id} failed before delivery: {exc}", backoff)
 
     def _block(self, job: Job, status: JobStatus, reason: str) -> bool:
+        _require_move(job, status)
         now = self._clock()
         self._store.block(job, status, reason, now, self._policy.blocked_expiry(now))
         self._on_outcome(job, str(status))
         return False
 
     def _complete(self, job: Job, status: JobStatus, outcome: str, message_id: str, card: CardWrite | None) -> bool:
+        _require_move(job, status)
         now = self._clock()
         try:
             self._store.complete(job, status, outcome, message_id, now, now + self._policy.retention_ms, card)
@@ -406,12 +411,12 @@ class EventOperations:
 
     def requeue(self, job_id: str, by: str, note: str = "") -> Job:
         """Run the job again (after checking Feishu that it did not arrive, or fixing the cause)."""
-        job = self._blocked_job(job_id)
+        job = self._blocked_job(job_id, JobStatus.QUEUED)
         return self._resolve(job, JobStatus.QUEUED, "requeue", by, note, None)
 
     def sent(self, job_id: str, message_id: str, by: str, note: str = "") -> Job:
         """The operator found the message in Feishu: record it as delivered, with its message id."""
-        job = self._blocked_job(job_id, JobStatus.UNKNOWN)
+        job = self._blocked_job(job_id, JobStatus.SUCCEEDED)
         if not message_id.strip():
             raise Conflict("a message id is needed to record a job as sent", reason="message_id_required")
         event = job.event
@@ -422,14 +427,15 @@ class EventOperations:
 
     def skip(self, job_id: str, by: str, note: str = "") -> Job:
         """Give up on the job: it is not delivered and the service goes on."""
-        job = self._blocked_job(job_id)
+        job = self._blocked_job(job_id, JobStatus.SKIPPED)
         return self._resolve(job, JobStatus.SKIPPED, "skip", by, note, None)
 
-    def _blocked_job(self, job_id: str, only: JobStatus | None = None) -> Job:
+    def _blocked_job(self, job_id: str, to: JobStatus) -> Job:
+        """The job, if it is blocked in a status an operator may move to `to` (JOB_TRANSITIONS)."""
         job = self.get(job_id)
-        if not job.status.blocking or (only is not None and job.status is not only):
-            wanted = str(only) if only else "failed or unknown"
-            raise Conflict(f"job {job_id} is {job.status}, not {wanted}", reason="job_not_blocked")
+        if not job.status.blocking or to not in JOB_TRANSITIONS[job.status]:
+            sources = [str(status) for status in JobStatus if status.blocking and to in JOB_TRANSITIONS[status]]
+            raise Conflict(f"job {job_id} is {job.status}, not {' or '.join(sources)}", reason="job_not_blocked")
         return job
 
     def _resolve(
@@ -451,6 +457,12 @@ class EventOperations:
             return self._store.resolve(job, status, resolution, now, expires, message_id, card)
         except StaleJob as exc:
             raise Conflict(f"job {job.job_id} changed meanwhile; look again", reason="job_changed") from exc
+
+
+def _require_move(job: Job, to: JobStatus) -> None:
+    """The dispatcher only makes moves of JOB_TRANSITIONS: anything else is a bug, stopped before the write."""
+    if to not in JOB_TRANSITIONS[job.status]:
+        raise RuntimeError(f"job {job.job_id} cannot go from {job.status} to {to}")
 
 
 def describe(job: Job) -> dict[str, Any]:
