@@ -37,6 +37,15 @@ class TurnState(StrEnum):
     SUSPENDED = "suspended"
 
 
+# An agent's turn state machine: an idle agent starts a turn; a running turn finishes (idle again, or at
+# once the next turn if messages wait) or is suspended for an approval; a suspended one resumes or finishes.
+TURN_TRANSITIONS: dict[TurnState, frozenset[TurnState]] = {
+    TurnState.IDLE: frozenset({TurnState.RUNNING}),
+    TurnState.RUNNING: frozenset({TurnState.IDLE, TurnState.SUSPENDED}),
+    TurnState.SUSPENDED: frozenset({TurnState.RUNNING, TurnState.IDLE}),
+}
+
+
 class EventType(StrEnum):
     MESSAGE = "chat.message"
     MESSAGE_QUEUED = "chat.message_queued"

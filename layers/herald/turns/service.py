@@ -17,6 +17,7 @@ from herald.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from herald.ids import new_id
 from herald.retry import with_backoff
 from herald.turns.models import (
+    TURN_TRANSITIONS,
     AgentTurns,
     Delivery,
     EventType,
@@ -386,6 +387,11 @@ class TurnService:
         return session
 
     def _commit(self, change: Change) -> None:
+        """Every decision is one commit; its state change is a move of TURN_TRANSITIONS (a finish that starts
+        the next turn at once passes through idle) or none, anything else a bug stopped before the write."""
+        before, after = change.before.state, change.after.state
+        if after is not before and after not in TURN_TRANSITIONS[before]:
+            raise RuntimeError(f"an agent's turn cannot go from {before} to {after}")
         self._store.commit(change, self._clock())
 
     def _decided(self, decide: Callable[[], T]) -> T:
