@@ -267,15 +267,16 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
 
 
 def _event_operations(args: argparse.Namespace) -> Any:
+    from herald.events.dispatch import DispatchPolicy
     from herald.events.dynamo import DynamoJobStore
-    from herald.events.service import DispatchPolicy, EventOperations
+    from herald.events.operations import EventOperations
 
     return EventOperations(DynamoJobStore(*_table(args, "ExternalEventsTable")), DispatchPolicy())
 
 
 def cmd_events_blocked(args: argparse.Namespace) -> int:
     from herald.clock import now_ms
-    from herald.events.service import describe
+    from herald.events.operations import describe
 
     now = now_ms()
     for job, head in _event_operations(args).blocked():
@@ -290,7 +291,7 @@ def cmd_events_blocked(args: argparse.Namespace) -> int:
 
 def cmd_events_resolve(args: argparse.Namespace) -> int:
     from herald.errors import HeraldError
-    from herald.events.service import describe
+    from herald.events.operations import describe
 
     operations = _event_operations(args)
     try:

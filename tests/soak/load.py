@@ -346,9 +346,10 @@ class LoadRun:
     async def _resolve_unknown_jobs(self, client: httpx.AsyncClient) -> None:
         """The operator's runbook for an UNKNOWN job (a crash between marking a send and recording it): look
         in Feishu for the card; found, record it as sent with its message id; not found, requeue it."""
+        from herald.events.dispatch import DispatchPolicy
         from herald.events.dynamo import DynamoJobStore
         from herald.events.models import JobStatus
-        from herald.events.service import DispatchPolicy, EventOperations
+        from herald.events.operations import EventOperations
 
         operations = EventOperations(
             DynamoJobStore(self.resources["ExternalEventsTable"]["Ref"], self.dynamodb), DispatchPolicy()

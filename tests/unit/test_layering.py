@@ -17,6 +17,7 @@ DOMAIN_FILES = (
     "service.py",
     "service_keys.py",
     "delivery.py",
+    "dispatch.py",
     "businesses.py",
     "operations.py",
     "role_invitation.py",

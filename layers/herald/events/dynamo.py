@@ -23,8 +23,18 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from herald.clock import Clock
-from herald.events.models import CardMessage, ExternalEvent, Job, JobStatus, ServiceHead, Target
-from herald.events.service import CardWrite, DuplicateEvent, StaleJob, StoredEvent
+from herald.events.models import (
+    CardMessage,
+    CardWrite,
+    DuplicateEvent,
+    ExternalEvent,
+    Job,
+    JobStatus,
+    ServiceHead,
+    StaleJob,
+    StoredEvent,
+    Target,
+)
 from herald.retry import with_backoff
 from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, ttl
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from herald.dynamo import Image
+from herald.events.dispatch import NotYet, nudges_for
 from herald.events.dynamo import job_from_image
-from herald.events.service import NotYet, nudges_for
 from herald.events.wiring import dispatch_queue, dispatcher
 from herald.observability import logger
 from herald.workers import PermanentFailure, RetryLater

@@ -236,3 +236,32 @@ def decide_card(current: CardMessage | None, revision: int, new_hash: str) -> Ca
 class Accepted:
     event_id: str
     duplicate: bool
+
+
+class StaleJob(Exception):
+    """The job changed since it was read (another worker, an operator): read it again."""
+
+
+class DuplicateEvent(Exception):
+    def __init__(self, stored: StoredEvent) -> None:
+        super().__init__(f"event {stored.event_id} was already received")
+        self.stored = stored
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    event_id: str
+    seq: int
+    content_hash: str
+    received_at_ms: int
+
+
+@dataclass(frozen=True)
+class CardWrite:
+    """The card mapping a finished job leaves, written only if the mapping still shows `expected_revision`."""
+
+    service_id: str
+    card_id: str
+    target: Target
+    card: CardMessage
+    expected_revision: int | None  # None: no mapping may exist yet

@@ -1,9 +1,9 @@
 """The events dispatch queue (SQS FIFO): one message group per service. A message only says "this service
-has work"; which job runs next is decided from DynamoDB (see herald.events.service)."""
+has work"; which job runs next is decided from DynamoDB (see herald.events.dispatch)."""
 
 from __future__ import annotations
 
-from herald.events.service import Nudge
+from herald.events.dispatch import Nudge
 from herald.fifo import FifoQueue
 
 

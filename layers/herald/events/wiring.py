@@ -3,8 +3,10 @@
 from functools import lru_cache
 
 from herald.auth.wiring import service_keys
+from herald.events.dispatch import DispatchPolicy, EventDispatcher
 from herald.events.dynamo import DynamoJobStore
-from herald.events.service import DispatchPolicy, EventDispatcher, EventIntake, EventOperations
+from herald.events.operations import EventOperations
+from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
 from herald.observability import metrics
 from herald.providers.feishu import FeishuClient

@@ -1,0 +1,138 @@
+"""External events, operations: what an operator does with a blocked job; each resolution is recorded
+with who and when, and moves the job only along JOB_TRANSITIONS."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from herald.clock import Clock, now_ms
+from herald.errors import Conflict, NotFound
+from herald.events.dispatch import DispatchPolicy, card_write
+from herald.events.models import (
+    JOB_TRANSITIONS,
+    CardMessage,
+    CardWrite,
+    Job,
+    JobStatus,
+    ServiceHead,
+    StaleJob,
+    Target,
+    parse_job_id,
+)
+
+
+class OperationsStore(Protocol):
+    """What an operator's resolutions read and write."""
+
+    def head(self, service_id: str) -> ServiceHead: ...
+
+    def job(self, service_id: str, seq: int) -> Job | None: ...
+
+    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
+
+    def blocked(self) -> list[Job]: ...
+
+    def resolve(
+        self,
+        job: Job,
+        status: JobStatus,
+        resolution: dict[str, Any],
+        now: int,
+        expires_at_ms: int | None,
+        message_id: str = "",
+        card: CardWrite | None = None,
+    ) -> Job: ...
+
+
+class EventOperations:
+    """What an operator does with a blocked job; each resolution is recorded with who and when."""
+
+    def __init__(self, store: OperationsStore, policy: DispatchPolicy, clock: Clock = now_ms) -> None:
+        self._store = store
+        self._policy = policy
+        self._clock = clock
+
+    def blocked(self) -> list[tuple[Job, ServiceHead]]:
+        return [(job, self._store.head(job.service_id)) for job in self._store.blocked()]
+
+    def get(self, job_id: str) -> Job:
+        try:
+            service_id, seq = parse_job_id(job_id)
+        except ValueError as exc:
+            raise NotFound(str(exc)) from exc
+        job = self._store.job(service_id, seq)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        return job
+
+    def requeue(self, job_id: str, by: str, note: str = "") -> Job:
+        """Run the job again (after checking Feishu that it did not arrive, or fixing the cause)."""
+        job = self._blocked_job(job_id, JobStatus.QUEUED)
+        return self._resolve(job, JobStatus.QUEUED, "requeue", by, note, None)
+
+    def sent(self, job_id: str, message_id: str, by: str, note: str = "") -> Job:
+        """The operator found the message in Feishu: record it as delivered, with its message id."""
+        job = self._blocked_job(job_id, JobStatus.SUCCEEDED)
+        if not message_id.strip():
+            raise Conflict("a message id is needed to record a job as sent", reason="message_id_required")
+        event = job.event
+        card = None
+        if event.card_id is not None:
+            card = card_write(job, message_id, self._store.card(job.service_id, event.card_id, event.target))
+        return self._resolve(job, JobStatus.SUCCEEDED, "sent", by, note, card, message_id)
+
+    def skip(self, job_id: str, by: str, note: str = "") -> Job:
+        """Give up on the job: it is not delivered and the service goes on."""
+        job = self._blocked_job(job_id, JobStatus.SKIPPED)
+        return self._resolve(job, JobStatus.SKIPPED, "skip", by, note, None)
+
+    def _blocked_job(self, job_id: str, to: JobStatus) -> Job:
+        """The job, if it is blocked in a status an operator may move to `to` (JOB_TRANSITIONS)."""
+        job = self.get(job_id)
+        if not job.status.blocking or to not in JOB_TRANSITIONS[job.status]:
+            sources = [str(status) for status in JobStatus if status.blocking and to in JOB_TRANSITIONS[status]]
+            raise Conflict(f"job {job_id} is {job.status}, not {' or '.join(sources)}", reason="job_not_blocked")
+        return job
+
+    def _resolve(
+        self,
+        job: Job,
+        status: JobStatus,
+        action: str,
+        by: str,
+        note: str,
+        card: CardWrite | None,
+        message_id: str = "",
+    ) -> Job:
+        now = self._clock()
+        resolution = {"action": action, "by": by, "at_ms": now, "from": str(job.status), "note": note}
+        if message_id:
+            resolution["message_id"] = message_id
+        expires = now + self._policy.retention_ms if status.completed else None
+        try:
+            return self._store.resolve(job, status, resolution, now, expires, message_id, card)
+        except StaleJob as exc:
+            raise Conflict(f"job {job.job_id} changed meanwhile; look again", reason="job_changed") from exc
+
+
+def describe(job: Job) -> dict[str, Any]:
+    """An operator's view of a job."""
+    return {
+        "job_id": job.job_id,
+        "service_id": job.service_id,
+        "seq": job.seq,
+        "event_id": job.event.event_id,
+        "event_type": job.event.event_type,
+        "target": job.event.target.key,
+        "card_id": job.event.card_id,
+        "revision": job.event.revision,
+        "status": str(job.status),
+        "attempts": job.attempts,
+        "why": job.last_error,
+        "outcome": job.outcome,
+        "message_id": job.message_id,
+        "received_at_ms": job.received_at_ms,
+        "blocked_at_ms": job.blocked_at_ms,
+        "marked_at_ms": job.marked_at_ms,
+        "resolutions": list(job.resolutions),
+    }
