@@ -1,8 +1,7 @@
-"""Every test starts from a clean process state: Herald's environment, no cached settings or clients."""
+"""Every test starts from a clean process state: Herald's environment, no container (settings, parts) or clients."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -51,16 +50,13 @@ _CLEARED_ENV = (
 
 
 def clear_herald_caches() -> None:
-    """Forget every lru_cache'd settings object, client and service in the herald package."""
+    """Forget the process's container (settings and every part built from them) and its AWS clients: the next
+    use builds them again from the environment as it is now."""
     from herald import aws
+    from herald.container import use
 
     aws.reset_clients()
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("herald.") and name != "herald":
-            continue
-        for value in vars(module).values():
-            if callable(value) and hasattr(value, "cache_clear") and getattr(value, "__module__", "") == name:
-                value.cache_clear()
+    use(None)
 
 
 @pytest.fixture(autouse=True)

@@ -5,15 +5,15 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from herald.confirms.handlers import on_im_push
+from herald.container import current
 from herald.observability import logger, metrics
-from herald.settings import get_settings
 from herald.workers import process_fifo
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    settings = get_settings()
+    settings = current().settings
     return process_fifo(
         event,
         context,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 from herald import budgets
@@ -133,8 +132,3 @@ def _convert(name: str, type_name: str, raw: str) -> Any:
     if type_name.startswith("Secret"):
         return Secret(raw)
     return raw
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    return Settings.from_env()

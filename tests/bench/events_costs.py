@@ -48,9 +48,9 @@ def main() -> None:
         from herald.api.app import create_app
         from herald.auth.dynamo import DynamoServiceKeyStore
         from herald.auth.service_keys import ServiceKeys
-        from herald.settings import get_settings
+        from herald.container import current
 
-        keys = ServiceKeys(DynamoServiceKeyStore(get_settings().service_keys_table))
+        keys = ServiceKeys(DynamoServiceKeyStore(current().settings.service_keys_table))
         key, _ = keys.create_key("scheduler", ["/events/external"], targets=["chat_id:oc_ops"])
         api = TestClient(create_app())
         pipeline = EventsPipeline(stack)

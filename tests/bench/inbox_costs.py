@@ -107,13 +107,13 @@ def main() -> None:
         clear_herald_caches()
         from herald.auth.models import Principal
         from herald.clock import now_ms
+        from herald.container import current
         from herald.inbox.models import Kind
         from herald.inbox.service import Incoming
         from herald.inbox.wiring import inbox
-        from herald.settings import get_settings
 
         client = boto3.client("dynamodb")
-        table = get_settings().inbox_table
+        table = current().settings.inbox_table
         service = inbox()
         for size in args.sizes:
             user = str(10_000 + size)

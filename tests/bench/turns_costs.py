@@ -37,9 +37,9 @@ def main() -> None:
         from herald.api.app import create_app
         from herald.auth.dynamo import DynamoServiceKeyStore
         from herald.auth.service_keys import ServiceKeys
-        from herald.settings import get_settings
+        from herald.container import current
 
-        keys = ServiceKeys(DynamoServiceKeyStore(get_settings().service_keys_table))
+        keys = ServiceKeys(DynamoServiceKeyStore(current().settings.service_keys_table))
         key, _ = keys.create_key("agent-engine", ["/internal/v1/sessions"])
         turns = TurnsHarness(TestClient(create_app()), stack, key)
         results: list[tuple[str, Meter]] = []

@@ -9,7 +9,7 @@ from moto import mock_aws
 from herald.api.app import create_app
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
-from herald.settings import get_settings
+from herald.container import current
 from herald_dev import moto_patches
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
@@ -72,7 +72,7 @@ def producer(service_keys: ServiceKeys) -> dict[str, str]:
 
 @pytest.fixture
 def service_keys(aws: LocalStack) -> ServiceKeys:
-    return ServiceKeys(DynamoServiceKeyStore(get_settings().service_keys_table))
+    return ServiceKeys(DynamoServiceKeyStore(current().settings.service_keys_table))
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from herald.api.app import create_app
 from herald.budgets import IM_PUSH_MAX_ATTEMPTS, PROVIDER_CALL_MS, RECORD_OUTCOME_MS
 from herald.confirms.delivery import IM_CONFIRM, Push
 from herald.confirms.wiring import confirms
-from herald.settings import get_settings
+from herald.container import current
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from herald_dev.sqs_source import sqs_record
 from tests.support.lambda_context import FakeLambdaContext
@@ -51,17 +51,17 @@ def confirm_ids(fake_im: FakeTencentIm, kind: str = IM_CONFIRM) -> list[str]:
 
 
 def stored_confirms() -> list[dict[str, Any]]:
-    items = boto3.client("dynamodb").scan(TableName=get_settings().confirms_table)["Items"]
+    items = boto3.client("dynamodb").scan(TableName=current().settings.confirms_table)["Items"]
     return [i for i in items if i["item_type"]["S"] == "confirm"]
 
 
 def invitation_item(invitation_id: str) -> dict[str, Any]:
     key = {"pk": {"S": f"INV#lalu#{invitation_id}"}}
-    return boto3.client("dynamodb").get_item(TableName=get_settings().invitations_table, Key=key)["Item"]
+    return boto3.client("dynamodb").get_item(TableName=current().settings.invitations_table, Key=key)["Item"]
 
 
 def grants(user: str = TARGET) -> list[dict[str, Any]]:
-    items = boto3.client("dynamodb").scan(TableName=get_settings().invitations_table)["Items"]
+    items = boto3.client("dynamodb").scan(TableName=current().settings.invitations_table)["Items"]
     return [i for i in items if i["pk"]["S"].startswith(f"ROLE#lalu#{user}#")]
 
 
@@ -136,7 +136,7 @@ def test_a_push_queued_twice_past_fifo_deduplication_is_sent_once(
     sqs = boto3.client("sqs")
     for attempt in range(2):  # different deduplication ids: SQS would deliver both
         sqs.send_message(
-            QueueUrl=get_settings().im_push_queue_url,
+            QueueUrl=current().settings.im_push_queue_url,
             MessageBody=json.dumps(push.to_message()),
             MessageGroupId=f"lalu#{TARGET}",
             MessageDeduplicationId=f"replay-{attempt}",
@@ -303,7 +303,7 @@ def test_bad_invitations_are_400_and_store_nothing(
     api: TestClient, pipeline: ConfirmPipeline, body: dict[str, Any]
 ) -> None:
     assert api.post("/api/v1/role-invitations", json=body, headers=_auth(INVITER)).status_code == 400
-    assert boto3.client("dynamodb").scan(TableName=get_settings().invitations_table)["Count"] == 0
+    assert boto3.client("dynamodb").scan(TableName=current().settings.invitations_table)["Count"] == 0
 
 
 def test_a_second_pending_invitation_of_the_same_kind_is_a_conflict(api: TestClient, pipeline: ConfirmPipeline) -> None:
@@ -324,7 +324,7 @@ def test_im_5xx_then_ok_sends_one_message(api: TestClient, pipeline: ConfirmPipe
     time.sleep(2.2)  # the failed push is hidden for its backoff (2 s after the first receive)
     pipeline.drain()
     assert len(fake_im.messages) == 1
-    (delivery,) = boto3.client("dynamodb").scan(TableName=get_settings().deliveries_table)["Items"]
+    (delivery,) = boto3.client("dynamodb").scan(TableName=current().settings.deliveries_table)["Items"]
     assert delivery["status"]["S"] == "sent" and delivery["attempts"]["N"] == "2"
     assert delivery["last_error"]["S"].startswith("Tencent IM answered HTTP 500")
     assert int(delivery["msg_random"]["N"]) == fake_im.messages[0]["msg_random"]
@@ -338,11 +338,11 @@ def test_permanent_im_error_dead_letters_the_push_with_its_reason(
     pipeline.drain()
     assert fake_im.messages == []
     dead = boto3.client("sqs").receive_message(
-        QueueUrl=get_settings().im_push_dlq_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
+        QueueUrl=current().settings.im_push_dlq_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
     )["Messages"]
     assert len(dead) == 1
     assert "20003" in dead[0]["MessageAttributes"]["failure_reason"]["StringValue"]
-    (delivery,) = boto3.client("dynamodb").scan(TableName=get_settings().deliveries_table)["Items"]
+    (delivery,) = boto3.client("dynamodb").scan(TableName=current().settings.deliveries_table)["Items"]
     assert delivery["status"]["S"] == "failed"
 
 
@@ -365,7 +365,7 @@ def test_a_tencent_outage_dead_letters_the_push_that_failed_and_not_those_waitin
             break
     sqs = boto3.client("sqs")
     dead = sqs.receive_message(
-        QueueUrl=get_settings().im_push_dlq_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
+        QueueUrl=current().settings.im_push_dlq_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
     ).get("Messages", [])
     assert len(dead) == 1
     reason = dead[0]["MessageAttributes"]["failure_reason"]["StringValue"]
@@ -380,7 +380,7 @@ def test_a_tencent_outage_dead_letters_the_push_that_failed_and_not_those_waitin
         if json.loads(record["body"])["confirm_id"] != failed_confirm
     ]
     assert max(receives) >= IM_PUSH_MAX_ATTEMPTS
-    deliveries = boto3.client("dynamodb").scan(TableName=get_settings().deliveries_table)["Items"]
+    deliveries = boto3.client("dynamodb").scan(TableName=current().settings.deliveries_table)["Items"]
     by_status = sorted((d["status"]["S"], int(d["attempts"]["N"])) for d in deliveries)
     assert by_status == [("failed", IM_PUSH_MAX_ATTEMPTS), ("sent", 1), ("sent", 1)]  # each sent at its first try
 
@@ -397,7 +397,7 @@ def test_a_push_without_time_left_for_its_call_is_returned_untried_and_visible_a
     result = pipeline.im_sender({"Records": [record]}, almost_over)
     assert result["batchItemFailures"] == [{"itemIdentifier": message["MessageId"]}]
     assert fake_im.requests == 0
-    (delivery,) = boto3.client("dynamodb").scan(TableName=get_settings().deliveries_table)["Items"]
+    (delivery,) = boto3.client("dynamodb").scan(TableName=current().settings.deliveries_table)["Items"]
     assert "attempts" not in delivery or delivery["attempts"]["N"] == "0"
     assert "sending_since_ms" not in delivery
     (again,) = sqs.receive_message(QueueUrl=pipeline.queue_url)["Messages"]  # no backoff: it never ran

@@ -14,7 +14,7 @@ from herald.confirms.models import Action
 from herald.confirms.operations import ConfirmOperations
 from herald.confirms.role_invitation import RoleInvitationBusiness
 from herald.confirms.wiring import confirms, deliveries, push_queue
-from herald.settings import get_settings
+from herald.container import current
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.functional.test_confirms_flow import TARGET, created, invitation_item, invite, stored_confirms
 from tests.functional.test_confirms_repair import LEASE_MS, SimulatedCrash, api, crash_before_owner
@@ -24,7 +24,7 @@ __all__ = ["api"]  # the lease-shortened app of test_confirms_repair
 
 
 def operations() -> ConfirmOperations:
-    store = DynamoConfirmStore(get_settings().confirms_table)
+    store = DynamoConfirmStore(current().settings.confirms_table)
     return ConfirmOperations(confirms(), store, deliveries(), push_queue())
 
 

@@ -9,9 +9,9 @@ import boto3
 import pytest
 from fastapi.testclient import TestClient
 
+from herald.container import current
 from herald.inbox.models import dedup_key
 from herald.inbox.wiring import inbox
-from herald.settings import get_settings
 from herald_dev.template import LocalStack
 from tests.support.tokens import make_token
 
@@ -163,7 +163,8 @@ def test_the_writer_and_resolve_share_one_dedup_key(
     assert api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=producer).json()["data"]["resolved"]
     assert built == ["10002:QUESTION_PENDING:s9:q9"] * 2
     stored = boto3.client("dynamodb").get_item(
-        TableName=get_settings().inbox_table, Key={"pk": {"S": "D#lalu#10002:QUESTION_PENDING:s9:q9"}, "sk": {"S": "D"}}
+        TableName=current().settings.inbox_table,
+        Key={"pk": {"S": "D#lalu#10002:QUESTION_PENDING:s9:q9"}, "sk": {"S": "D"}},
     )
     assert "Item" in stored
 

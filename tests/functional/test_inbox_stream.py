@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from herald.auth.models import Principal
+from herald.container import current
 from herald.inbox.dynamo import DynamoInboxStore
 from herald.realtime.service import Realtime
-from herald.settings import get_settings
 from herald_dev.template import LocalStack
 from tests.functional.test_inbox import USER, _user, count, items, notify
 from tests.support.aws import load_function
@@ -74,7 +74,7 @@ def test_a_redelivered_batch_pushes_nothing_new_and_never_double_counts(
 ) -> None:
     notification_id = notify(api, producer)["notification_id"]
     outbox()
-    table = get_settings().inbox_table
+    table = current().settings.inbox_table
     key = {"pk": {"S": f"U#lalu#{USER}"}, "sk": {"S": f"N#{notification_id}"}}
     boto3.client("dynamodb").delete_item(TableName=table, Key=key)  # as TTL does: no one counts it down
     records = outbox()
@@ -82,7 +82,7 @@ def test_a_redelivered_batch_pushes_nothing_new_and_never_double_counts(
     load_function("inbox_outbox").handler({"Records": records}, FakeLambdaContext())  # Lambda retries the batch
     assert count(api) == 0
     outbox()
-    store = DynamoInboxStore(get_settings().inbox_table)
+    store = DynamoInboxStore(current().settings.inbox_table)
     assert store.counter("lalu", USER) == (0, 2)  # one decrement, however often the record came
     pushed = [(m["version"], m["unreadCount"]) for m in _messages(pushes, "mine-1")]
     assert pushed[0] == (1, 1) and pushed[-1] == (2, 0)
@@ -92,7 +92,7 @@ def test_a_redelivered_batch_pushes_nothing_new_and_never_double_counts(
 def test_items_past_retention_are_hidden_from_list_and_count_before_ttl_removes_them(
     api: TestClient, producer: dict[str, str], aws: LocalStack
 ) -> None:
-    old = insert_past_retention(DynamoInboxStore(get_settings().inbox_table), USER)
+    old = insert_past_retention(DynamoInboxStore(current().settings.inbox_table), USER)
     notify(api, producer, tail="fresh")
     assert [i["title"] for i in items(api)] == ["A question is waiting"]
     assert count(api) == 1

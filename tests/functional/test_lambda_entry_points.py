@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 
-from herald.settings import get_settings
+from herald.container import current
 from herald_dev.template import LocalStack
 from tests.support.aws import load_event, load_function
 from tests.support.lambda_context import FakeLambdaContext
@@ -44,7 +44,7 @@ def test_http_function_serves_health(aws: LocalStack) -> None:
 
 
 def _connections() -> list[dict[str, Any]]:
-    table = get_settings().connections_table
+    table = current().settings.connections_table
     return boto3.client("dynamodb").scan(TableName=table)["Items"]  # type: ignore[return-value]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from herald.settings import get_settings
+from herald.container import current
 from herald.turns.models import SessionStatus, Turn, turn_text
 from herald.turns.wiring import turn_store
 from tests.conftest import clear_herald_caches
@@ -183,7 +183,7 @@ def _crash(*args: Any) -> None:
 def test_outbox_hands_over_the_turn_of_the_sample_stream_event(turns: TurnsHarness) -> None:
     event = load_event("turns_outbox/turn_started.json")
     record = event["Records"][0]  # type: ignore[index]
-    boto3.client("dynamodb").put_item(TableName=get_settings().turns_table, Item=record["dynamodb"]["NewImage"])
+    boto3.client("dynamodb").put_item(TableName=current().settings.turns_table, Item=record["dynamodb"]["NewImage"])
     assert turns.outbox(event, FakeLambdaContext()) == {"batchItemFailures": []}
     (turn,) = turns.turns()
     assert turn["message_ids"] == ["msg_00000000000000000000000000000001", "msg_00000000000000000000000000000002"]

@@ -10,15 +10,16 @@ from collections.abc import Iterator
 import pytest
 
 from herald.auth.tokens import JwtVerifier, principal_from_claims
+from herald.container import current
 from herald.errors import Unauthorized
-from herald.settings import Settings, get_settings
+from herald.settings import Settings
 from herald_dev.fakes.jwks import FakeJwks
 from tests.support.tokens import make_token, unsigned_token
 
 
 @pytest.fixture
 def verifier() -> JwtVerifier:
-    return JwtVerifier(get_settings())
+    return JwtVerifier(current().settings)
 
 
 @pytest.fixture
@@ -122,7 +123,7 @@ def test_hs256_token_is_refused_when_an_identity_provider_is_configured(
 
 def test_authorizer_claims_with_flattened_roles_are_read() -> None:
     claims = {"sub": "10002", "app_code": "lalu", "roles": "[admin developer]", "exp": str(int(time.time()) + 60)}
-    principal = principal_from_claims(claims, get_settings())
+    principal = principal_from_claims(claims, current().settings)
     assert principal.roles == frozenset({"admin", "developer"})
 
 
@@ -130,9 +131,9 @@ def test_authorizer_claims_are_held_to_the_same_lifetime_and_tenant_rules() -> N
     """API Gateway verified the signature; the function still applies Herald's own rules to its claims."""
     now = int(time.time())
     with pytest.raises(Unauthorized, match="longer"):
-        principal_from_claims({"sub": "10002", "app_code": "lalu", "exp": str(now + 10 * 86_400)}, get_settings())
+        principal_from_claims({"sub": "10002", "app_code": "lalu", "exp": str(now + 10 * 86_400)}, current().settings)
     with pytest.raises(Unauthorized, match="app_code"):
-        principal_from_claims({"sub": "10002", "exp": str(now + 60)}, get_settings())
+        principal_from_claims({"sub": "10002", "exp": str(now + 60)}, current().settings)
 
 
 def test_es256_header_naming_an_rsa_key_is_unauthorized_not_a_crash(

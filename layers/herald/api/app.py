@@ -15,13 +15,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from herald.api import health, identity
 from herald.confirms import routes as confirm_routes
+from herald.container import current
 from herald.errors import HeraldError, RateLimited, Unavailable
 from herald.events import routes as event_routes
 from herald.inbox import routes as inbox_routes
 from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
 from herald.invitations import routes as invitation_routes
 from herald.observability import logger
-from herald.settings import get_settings
 from herald.tables import is_throttled
 from herald.turns import routes as turn_routes
 from herald.web.envelope import error_response
@@ -88,7 +88,7 @@ class ConfiguredCors:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._inner is None:
-            origins = [origin.strip() for origin in get_settings().cors_allow_origins.split(",") if origin.strip()]
+            origins = [origin.strip() for origin in current().settings.cors_allow_origins.split(",") if origin.strip()]
             self._inner = self._app
             if origins:
                 self._inner = CORSMiddleware(

@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from herald.settings import get_settings
+from herald.container import current
 from herald.web.envelope import Envelope, ok
 
 router = APIRouter()
@@ -16,4 +16,4 @@ class Health(BaseModel):
 
 @router.api_route("/api/v1/health", methods=["GET", "HEAD"], response_model=Envelope[Health])
 def health(request: Request) -> Envelope[Health]:
-    return ok(request, Health(status="ok", stage=get_settings().stage))
+    return ok(request, Health(status="ok", stage=current().settings.stage))

@@ -1,21 +1,17 @@
-"""Builds the authenticators from settings, once per process."""
-
-from functools import lru_cache
+"""The authenticators' parts."""
 
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from herald.auth.tokens import JwtVerifier
-from herald.settings import get_settings
+from herald.container import Container, part
 
 
-@lru_cache(maxsize=1)
-def jwt_verifier() -> JwtVerifier:
-    return JwtVerifier(get_settings())
+@part
+def jwt_verifier(c: Container) -> JwtVerifier:
+    return JwtVerifier(c.settings)
 
 
-@lru_cache(maxsize=1)
-def service_keys() -> ServiceKeys:
-    settings = get_settings()
-    return ServiceKeys(
-        DynamoServiceKeyStore(settings.service_keys_table), cache_ms=settings.service_key_cache_seconds * 1000
-    )
+@part
+def service_keys(c: Container) -> ServiceKeys:
+    store = DynamoServiceKeyStore(c.settings.service_keys_table, c.clients.dynamodb)
+    return ServiceKeys(store, cache_ms=c.settings.service_key_cache_seconds * 1000)

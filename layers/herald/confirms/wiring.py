@@ -1,6 +1,4 @@
-"""Builds the confirm services from settings, once per process. Businesses are registered here."""
-
-from functools import lru_cache
+"""The confirm services' parts. Businesses are registered here."""
 
 from herald.confirms.businesses import BusinessRegistry
 from herald.confirms.delivery import ConfirmDelivery
@@ -8,32 +6,36 @@ from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
 from herald.confirms.role_invitation import RoleInvitationBusiness
 from herald.confirms.service import Confirms
 from herald.confirms.sqs import SqsPushQueue
+from herald.container import Container, part
 from herald.invitations.wiring import invitations
 from herald.providers.tencent_im import TencentImClient
 from herald.secrets import secret_source
-from herald.settings import get_settings
 
 
-@lru_cache(maxsize=1)
-def confirms() -> Confirms:
-    settings = get_settings()
-    registry = BusinessRegistry([RoleInvitationBusiness(invitations())])
-    return Confirms(DynamoConfirmStore(settings.confirms_table), registry, lease_ms=settings.confirm_lease_ms)
+@part
+def confirm_store(c: Container) -> DynamoConfirmStore:
+    return DynamoConfirmStore(c.settings.confirms_table, c.clients.dynamodb)
 
 
-@lru_cache(maxsize=1)
-def push_queue() -> SqsPushQueue:
-    return SqsPushQueue(get_settings().im_push_queue_url)
+@part
+def confirms(c: Container) -> Confirms:
+    registry = BusinessRegistry([RoleInvitationBusiness(invitations(c))])
+    return Confirms(confirm_store(c), registry, lease_ms=c.settings.confirm_lease_ms)
 
 
-@lru_cache(maxsize=1)
-def deliveries() -> DynamoDeliveryStore:
-    return DynamoDeliveryStore(get_settings().deliveries_table)
+@part
+def push_queue(c: Container) -> SqsPushQueue:
+    return SqsPushQueue(c.settings.im_push_queue_url, c.clients.sqs)
 
 
-@lru_cache(maxsize=1)
-def delivery() -> ConfirmDelivery:
-    settings = get_settings()
+@part
+def deliveries(c: Container) -> DynamoDeliveryStore:
+    return DynamoDeliveryStore(c.settings.deliveries_table, c.clients.dynamodb)
+
+
+@part
+def delivery(c: Container) -> ConfirmDelivery:
+    settings = c.settings
     im = TencentImClient(
         base_url=settings.tencent_im_base_url,
         sdk_app_id=settings.tencent_im_sdk_app_id,
@@ -42,6 +44,4 @@ def delivery() -> ConfirmDelivery:
             settings.tencent_im_secret_key, settings.tencent_im_secret_key_parameter, "Tencent IM secret key"
         ),
     )
-    return ConfirmDelivery(
-        DynamoConfirmStore(settings.confirms_table), deliveries(), im, max_attempts=settings.im_push_max_attempts
-    )
+    return ConfirmDelivery(confirm_store(c), deliveries(c), im, max_attempts=settings.im_push_max_attempts)

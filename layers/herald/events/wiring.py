@@ -1,8 +1,7 @@
-"""Builds the external-event services from settings, once per process."""
-
-from functools import lru_cache
+"""The external-event services' parts."""
 
 from herald.auth.wiring import service_keys
+from herald.container import Container, part
 from herald.events.dispatch import DispatchPolicy, EventDispatcher
 from herald.events.dynamo import DynamoJobStore
 from herald.events.operations import EventOperations
@@ -11,17 +10,16 @@ from herald.events.sqs import SqsDispatchQueue
 from herald.observability import metrics
 from herald.providers.feishu import FeishuClient
 from herald.secrets import secret_source
-from herald.settings import get_settings
 
 
-@lru_cache(maxsize=1)
-def job_store() -> DynamoJobStore:
-    return DynamoJobStore(get_settings().events_table)
+@part
+def job_store(c: Container) -> DynamoJobStore:
+    return DynamoJobStore(c.settings.events_table, c.clients.dynamodb)
 
 
-@lru_cache(maxsize=1)
-def policy() -> DispatchPolicy:
-    settings = get_settings()
+@part
+def policy(c: Container) -> DispatchPolicy:
+    settings = c.settings
     return DispatchPolicy(
         lease_ms=settings.events_lease_ms,
         max_attempts=settings.events_max_attempts,
@@ -32,34 +30,34 @@ def policy() -> DispatchPolicy:
     )
 
 
-@lru_cache(maxsize=1)
-def intake() -> EventIntake:
-    return EventIntake(job_store())
+@part
+def intake(c: Container) -> EventIntake:
+    return EventIntake(job_store(c))
 
 
-@lru_cache(maxsize=1)
-def dispatch_queue() -> SqsDispatchQueue:
-    return SqsDispatchQueue(get_settings().events_queue_url)
+@part
+def dispatch_queue(c: Container) -> SqsDispatchQueue:
+    return SqsDispatchQueue(c.settings.events_queue_url, c.clients.sqs)
 
 
-@lru_cache(maxsize=1)
-def dispatcher() -> EventDispatcher:
-    settings = get_settings()
+@part
+def dispatcher(c: Container) -> EventDispatcher:
+    settings = c.settings
     feishu = FeishuClient(
         base_url=settings.feishu_base_url,
         app_id=settings.feishu_app_id,
         app_secret=secret_source(settings.feishu_app_secret, settings.feishu_app_secret_parameter, "Feishu app secret"),
     )
     return EventDispatcher(
-        job_store(),
-        service_keys(),
+        job_store(c),
+        service_keys(c),
         feishu,
-        policy(),
-        nudge=dispatch_queue().publish,
+        policy(c),
+        nudge=dispatch_queue(c).publish,
         on_outcome=lambda job, outcome: metrics.add_metric(name=f"ExternalEvent_{outcome}", unit="Count", value=1),
     )
 
 
-@lru_cache(maxsize=1)
-def operations() -> EventOperations:
-    return EventOperations(job_store(), policy())
+@part
+def operations(c: Container) -> EventOperations:
+    return EventOperations(job_store(c), policy(c))

@@ -1,24 +1,22 @@
-"""Builds the health gauges from settings, once per process (the stores only: no provider is imported)."""
-
-from functools import lru_cache
+"""The health gauges' part (the stores only: no provider is imported)."""
 
 from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
+from herald.container import Container, part
 from herald.events.dynamo import DynamoJobStore
 from herald.health.service import HealthGauges
-from herald.settings import get_settings
 from herald.turns.wiring import turn_store
 
 JANITOR_PERIOD_MS = 60_000
 
 
-@lru_cache(maxsize=1)
-def health_gauges() -> HealthGauges:
-    settings = get_settings()
+@part
+def health_gauges(c: Container) -> HealthGauges:
+    settings, dynamodb = c.settings, c.clients.dynamodb
     return HealthGauges(
-        DynamoJobStore(settings.events_table),
-        DynamoConfirmStore(settings.confirms_table),
-        DynamoDeliveryStore(settings.deliveries_table),
-        turn_store(),
+        DynamoJobStore(settings.events_table, dynamodb),
+        DynamoConfirmStore(settings.confirms_table, dynamodb),
+        DynamoDeliveryStore(settings.deliveries_table, dynamodb),
+        turn_store(c),
         confirm_grace_ms=2 * JANITOR_PERIOD_MS,
         turn_grace_ms=settings.turns_janitor_grace_seconds * 1000 + 2 * JANITOR_PERIOD_MS,
     )

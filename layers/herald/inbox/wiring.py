@@ -1,12 +1,10 @@
-"""Builds the inbox service from settings, once per process."""
+"""The inbox service's part."""
 
-from functools import lru_cache
-
+from herald.container import Container, part
 from herald.inbox.dynamo import DynamoInboxStore
 from herald.inbox.service import Inbox
-from herald.settings import get_settings
 
 
-@lru_cache(maxsize=1)
-def inbox() -> Inbox:
-    return Inbox(DynamoInboxStore(get_settings().inbox_table))
+@part
+def inbox(c: Container) -> Inbox:
+    return Inbox(DynamoInboxStore(c.settings.inbox_table, c.clients.dynamodb))

@@ -1,16 +1,13 @@
-"""Builds the invitations service from settings, once per process."""
+"""The invitations service's part."""
 
-from functools import lru_cache
-
+from herald.container import Container, part
 from herald.invitations.dynamo import DynamoInvitationStore
 from herald.invitations.service import Invitations, PendingCaps
-from herald.settings import get_settings
 
 
-@lru_cache(maxsize=1)
-def invitations() -> Invitations:
-    settings = get_settings()
+@part
+def invitations(c: Container) -> Invitations:
+    settings = c.settings
     caps = PendingCaps(settings.invitations_pending_per_inviter, settings.invitations_pending_per_target)
-    return Invitations(
-        DynamoInvitationStore(settings.invitations_table), ttl_ms=settings.confirm_ttl_seconds * 1000, caps=caps
-    )
+    store = DynamoInvitationStore(settings.invitations_table, c.clients.dynamodb)
+    return Invitations(store, ttl_ms=settings.confirm_ttl_seconds * 1000, caps=caps)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from herald.container import current
 from herald.dynamo import Image
 from herald.observability import logger, metrics
-from herald.settings import get_settings
 from herald.turns.dynamo import agent_from_image
 from herald.turns.wiring import turn_service
 
@@ -23,7 +23,7 @@ def on_turns_change(old: Image | None, new: Image | None) -> None:
 
 
 def repair_turns() -> dict[str, int]:
-    repairs = turn_service().repair(get_settings().turns_janitor_grace_seconds * 1000)
+    repairs = turn_service().repair(current().settings.turns_janitor_grace_seconds * 1000)
     if repairs.redispatched:
         metrics.add_metric(name="TurnRedispatched", unit="Count", value=repairs.redispatched)
     if repairs.delivered:

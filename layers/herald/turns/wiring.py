@@ -1,23 +1,21 @@
-"""Builds the turn queue's service from settings, once per process."""
+"""The turn queue's parts."""
 
-from functools import lru_cache
-
+from herald.container import Container, part
 from herald.observability import metrics
-from herald.settings import get_settings
 from herald.turns.dynamo import DynamoTurnStore
 from herald.turns.service import TurnService
 from herald.turns.sqs import SqsTurnQueue
 
 
-@lru_cache(maxsize=1)
-def turn_store() -> DynamoTurnStore:
-    return DynamoTurnStore(get_settings().turns_table)
+@part
+def turn_store(c: Container) -> DynamoTurnStore:
+    return DynamoTurnStore(c.settings.turns_table, c.clients.dynamodb)
 
 
-@lru_cache(maxsize=1)
-def turn_service() -> TurnService:
+@part
+def turn_service(c: Container) -> TurnService:
     return TurnService(
-        turn_store(),
-        SqsTurnQueue(get_settings().turns_queue_url),
+        turn_store(c),
+        SqsTurnQueue(c.settings.turns_queue_url, c.clients.sqs),
         observe=lambda outcome: metrics.add_metric(name=outcome, unit="Count", value=1),
     )

@@ -10,9 +10,9 @@ from fastapi import Depends, Request
 from herald.auth.models import Principal, ServiceCaller
 from herald.auth.tokens import principal_from_claims
 from herald.auth.wiring import jwt_verifier, service_keys
+from herald.container import current
 from herald.errors import Unauthorized
 from herald.limits.wiring import key_limit, rate_limiter, user_limit
-from herald.settings import get_settings
 
 # How a service route documents its `app_code`.
 TENANT = "the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)"
@@ -39,7 +39,7 @@ def current_principal(request: Request) -> Principal:
     """The app user, counted against its own rate limit."""
     claims = _authorizer_claims(request)
     if claims is not None:
-        principal = principal_from_claims(claims, get_settings())
+        principal = principal_from_claims(claims, current().settings)
     else:
         principal = jwt_verifier().verify(_bearer(request))
     rate_limiter().check(user_limit(), f"{principal.app_code}#{principal.user_id}")
