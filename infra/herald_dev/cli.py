@@ -180,16 +180,29 @@ def _physical_ids(args: argparse.Namespace) -> dict[str, str]:
     return {logical_id: str(attributes["Ref"]) for logical_id, attributes in _local_state(args)["resources"].items()}
 
 
-def _table(args: argparse.Namespace, logical_id: str) -> tuple[str, Any]:
-    """A table's name and a DynamoDB client: from a deployed stack (--stack) or the running local cloud."""
-    return _physical_ids(args)[logical_id], _client(args, "dynamodb")
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings the stack's functions run with: the deployed HTTP function's environment (--stack), or
+    the running local cloud's. Operators' tools build Herald's services exactly as the functions do."""
+    from herald.settings import Settings
+
+    if args.stack:
+        function = _physical_ids(args)["HttpApiFunction"]
+        configuration = _client(args, "lambda").get_function_configuration(FunctionName=function)
+        return Settings.from_env(configuration["Environment"]["Variables"])
+    return Settings.from_env(_local_state(args)["settings"])
+
+
+def _container(args: argparse.Namespace) -> Any:
+    """Herald's parts, built from the stack's settings, talking to its tables and queues."""
+    from herald.container import Clients, Container
+
+    return Container(_settings(args), Clients(dynamodb=_client(args, "dynamodb"), sqs=_client(args, "sqs")))
 
 
 def _service_keys(args: argparse.Namespace) -> Any:
-    from herald.auth.dynamo import DynamoServiceKeyStore
-    from herald.auth.service_keys import ServiceKeys
+    from herald.auth.wiring import service_keys
 
-    return ServiceKeys(DynamoServiceKeyStore(*_table(args, "ServiceKeysTable")))
+    return service_keys(_container(args))
 
 
 def _refused(exc: Any) -> int:
@@ -267,11 +280,9 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
 
 
 def _event_operations(args: argparse.Namespace) -> Any:
-    from herald.events.dispatch import DispatchPolicy
-    from herald.events.dynamo import DynamoJobStore
-    from herald.events.operations import EventOperations
+    from herald.events.wiring import operations
 
-    return EventOperations(DynamoJobStore(*_table(args, "ExternalEventsTable")), DispatchPolicy())
+    return operations(_container(args))
 
 
 def cmd_events_blocked(args: argparse.Namespace) -> int:
@@ -429,28 +440,9 @@ def _add_dlq_parsers(ops: Any) -> None:
 
 
 def _confirm_operations(args: argparse.Namespace) -> Any:
-    from herald.confirms.businesses import BusinessRegistry
-    from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
-    from herald.confirms.operations import ConfirmOperations
-    from herald.confirms.role_invitation import RoleInvitationBusiness
-    from herald.confirms.service import Confirms
-    from herald.confirms.sqs import SqsPushQueue
-    from herald.invitations.dynamo import DynamoInvitationStore
-    from herald.invitations.service import Invitations, PendingCaps
+    from herald.confirms.wiring import confirm_operations
 
-    ids = _physical_ids(args)
-    dynamodb = _client(args, "dynamodb")
-    no_creates = PendingCaps(0, 0)  # a repair reads and decides invitations, never creates one
-    owner = Invitations(
-        DynamoInvitationStore(ids["InvitationsTable"], dynamodb), ttl_ms=7 * 86_400_000, caps=no_creates
-    )
-    store = DynamoConfirmStore(ids["ConfirmsTable"], dynamodb)
-    return ConfirmOperations(
-        Confirms(store, BusinessRegistry([RoleInvitationBusiness(owner)]), lease_ms=10_000),
-        store,
-        DynamoDeliveryStore(ids["DeliveriesTable"], dynamodb),
-        SqsPushQueue(ids["ImPushQueue"], _client(args, "sqs")),
-    )
+    return confirm_operations(_container(args))
 
 
 def cmd_confirms_stuck(args: argparse.Namespace) -> int:

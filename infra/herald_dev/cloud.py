@@ -307,6 +307,15 @@ class LocalCloud:
         )
         self.sources.append(self.engine)
 
+    def _settings_environment(self) -> dict[str, str]:
+        """The Herald settings the functions run with (template Globals, so any function's), less secrets:
+        what `herald keys|events|confirms` build their services from."""
+        from herald.settings import PREFIX, secret_variables
+
+        environment = next(iter(self.functions.values())).environment if self.functions else {}
+        hidden = secret_variables()
+        return {k: v for k, v in environment.items() if k.startswith(PREFIX) and k not in hidden}
+
     def _write_state(self) -> None:
         if self.config.state_file is None:
             return
@@ -319,6 +328,7 @@ class LocalCloud:
             "http_url": self.http_url,
             "ws_url": self.ws_url,
             "resources": self.stack.attributes,
+            "settings": self._settings_environment(),
             "fakes": self.providers.urls if self.providers else {},
             "engine_key": self._engine_key,
             "pid": os.getpid(),

@@ -121,6 +121,11 @@ class Settings:
         return cls(**values)
 
 
+def secret_variables() -> frozenset[str]:
+    """The environment variables that hold secrets themselves (never written anywhere by Herald's tools)."""
+    return frozenset(PREFIX + f.name.upper() for f in dataclasses.fields(Settings) if str(f.type).startswith("Secret"))
+
+
 def _convert(name: str, type_name: str, raw: str) -> Any:
     if type_name.startswith("int"):
         try:

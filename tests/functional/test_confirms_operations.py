@@ -9,23 +9,16 @@ import pytest
 from fastapi.testclient import TestClient
 
 from herald.auth.models import Principal
-from herald.confirms.dynamo import DynamoConfirmStore
 from herald.confirms.models import Action
-from herald.confirms.operations import ConfirmOperations
 from herald.confirms.role_invitation import RoleInvitationBusiness
-from herald.confirms.wiring import confirms, deliveries, push_queue
-from herald.container import current
+from herald.confirms.wiring import confirm_operations as operations
+from herald.confirms.wiring import confirms
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.functional.test_confirms_flow import TARGET, created, invitation_item, invite, stored_confirms
 from tests.functional.test_confirms_repair import LEASE_MS, SimulatedCrash, api, crash_before_owner
 from tests.support.pipeline import ConfirmPipeline
 
 __all__ = ["api"]  # the lease-shortened app of test_confirms_repair
-
-
-def operations() -> ConfirmOperations:
-    store = DynamoConfirmStore(current().settings.confirms_table)
-    return ConfirmOperations(confirms(), store, deliveries(), push_queue())
 
 
 def test_confirm_left_processing_past_its_lease_is_listed_and_repaired_from_the_owner(

@@ -3,6 +3,7 @@
 from herald.confirms.businesses import BusinessRegistry
 from herald.confirms.delivery import ConfirmDelivery
 from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
+from herald.confirms.operations import ConfirmOperations
 from herald.confirms.role_invitation import RoleInvitationBusiness
 from herald.confirms.service import Confirms
 from herald.confirms.sqs import SqsPushQueue
@@ -45,3 +46,8 @@ def delivery(c: Container) -> ConfirmDelivery:
         ),
     )
     return ConfirmDelivery(confirm_store(c), deliveries(c), im, max_attempts=settings.im_push_max_attempts)
+
+
+@part
+def confirm_operations(c: Container) -> ConfirmOperations:
+    return ConfirmOperations(confirms(c), confirm_store(c), deliveries(c), push_queue(c))
