@@ -5,7 +5,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from herald.health.handlers import publish_gauges
+from herald.gauges.handlers import publish_gauges
 from herald.observability import logger, metrics
 
 

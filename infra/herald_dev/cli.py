@@ -25,6 +25,7 @@ from typing import Any
 import boto3
 import jwt
 
+from herald.ids import DEFAULT_APP_CODE
 from herald_dev.cloud import LOCAL_JWT_SECRET, LocalCloud, LocalCloudConfig
 from herald_dev.fakes import Providers
 
@@ -242,7 +243,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
     expires = now_ms() + args.expires_in_days * 86_400_000 if args.expires_in_days else None
     try:
         key, record = _service_keys(args).create_key(
-            args.service, args.cap, args.app_code or ["lalu"], args.target, expires, allow_markdown=args.allow_markdown
+            args.service, args.cap, args.app_code, args.target, expires, allow_markdown=args.allow_markdown
         )
     except HeraldError as exc:
         return _refused(exc)
@@ -320,9 +321,9 @@ def cmd_events_resolve(args: argparse.Namespace) -> int:
 
 def _dead_letter_queue(args: argparse.Namespace, name: str | None = None) -> list[Any]:
     from herald_dev.dlq import dead_letter_queues
-    from herald_dev.template import LocalStack
+    from herald_dev.template import StackTemplate
 
-    template = LocalStack.from_file(Path(args.template), parameter_overrides={"Stage": "local"})
+    template = StackTemplate.from_file(Path(args.template), parameter_overrides={"Stage": "local"})
     queues = dead_letter_queues(template, _physical_ids(args))
     if name is None:
         return queues
@@ -476,7 +477,7 @@ def cmd_confirms_repair(args: argparse.Namespace) -> int:
     from herald.errors import HeraldError
 
     try:
-        repaired = _confirm_operations(args).repair(args.app, args.confirm_id)
+        repaired = _confirm_operations(args).repair(args.app or _settings(args).default_app_code, args.confirm_id)
     except HeraldError as exc:
         return _refused(exc)
     print(json.dumps({**view(repaired.confirm), "resent": list(repaired.resent)}))
@@ -491,7 +492,7 @@ def _add_confirms_parsers(ops: Any) -> None:
     stuck.set_defaults(run=cmd_confirms_stuck)
     repair = confirms.add_parser("repair", help="settle a confirm from its owner now and resend its failed pushes")
     repair.add_argument("confirm_id")
-    repair.add_argument("--app", default="lalu", help="the confirm's app_code")
+    repair.add_argument("--app", help="the confirm's app_code (default: the stack's default_app_code)")
     _stack_options(repair)
     repair.set_defaults(run=cmd_confirms_repair)
 
@@ -515,7 +516,10 @@ def _add_keys_parsers(commands: Any) -> None:
     create.add_argument("--service", required=True)
     create.add_argument("--cap", action="append", required=True, help="route prefix, e.g. /events/external")
     create.add_argument(
-        "--app-code", action="append", default=[], help="a tenant the key acts for (repeatable; default lalu)"
+        "--app-code",
+        action="append",
+        default=[],
+        help="a tenant the key acts for (repeatable; default: default_app_code)",
     )
     create.add_argument(
         "--target", action="append", default=[], help="allowed external-event target, e.g. chat_id:oc_xxx"
@@ -648,7 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     token = commands.add_parser("token", help="print a dev JWT (HS256, the local secret)")
     token.add_argument("--user", required=True)
-    token.add_argument("--app", default="lalu")
+    token.add_argument("--app", default=DEFAULT_APP_CODE)
     token.add_argument("--roles", default="")
     token.add_argument("--ttl", type=int, default=24 * 3600, help="seconds")
     token.set_defaults(run=cmd_token)

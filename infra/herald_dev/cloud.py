@@ -36,7 +36,7 @@ from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
-from herald_dev.template import LocalStack, TemplateError
+from herald_dev.template import StackTemplate, TemplateError
 from herald_dev.ttl_sweeper import TtlSweeper
 from herald_dev.websocket_gateway import WebSocketGateway
 
@@ -87,7 +87,7 @@ class LocalCloudConfig:
 class LocalCloud:
     def __init__(self, config: LocalCloudConfig) -> None:
         self.config = config
-        self.stack = LocalStack.from_file(
+        self.stack = StackTemplate.from_file(
             config.template_path,
             stack_name=config.stack_name,
             region=config.region,

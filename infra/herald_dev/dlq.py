@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 
 DEDUP_PREFIX = "redrive-"
 _FORWARDED_ATTRIBUTES_DROPPED = {"failure_reason", "source_message_id"}
@@ -49,7 +49,7 @@ class DeadLetterQueue:
         return self.source_url is not None
 
 
-def dead_letter_queues(template: LocalStack, queue_urls: dict[str, str]) -> list[DeadLetterQueue]:
+def dead_letter_queues(template: StackTemplate, queue_urls: dict[str, str]) -> list[DeadLetterQueue]:
     """Every DLQ the template declares, with the URLs of the running stack (logical id -> queue URL)."""
     found: dict[str, DeadLetterQueue] = {}
     for logical_id, resource in template.of_type("AWS::SQS::Queue").items():

@@ -14,6 +14,8 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
+from herald.ids import DEFAULT_APP_CODE
+
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -92,7 +94,7 @@ class ReferenceEngine:
             log.warning("finishing turn %s: HTTP %s %s", turn["turn_id"], status, body)
 
     def _open_demo_session(self) -> bool:
-        body = {"app_code": "lalu", "members": DEMO_MEMBERS, "agents": [DEMO_AGENT], "status": "active"}
+        body = {"app_code": DEFAULT_APP_CODE, "members": DEMO_MEMBERS, "agents": [DEMO_AGENT], "status": "active"}
         status, _ = self._call("PUT", f"/internal/v1/sessions/{DEMO_SESSION}", body)
         if status == 200:
             log.info(

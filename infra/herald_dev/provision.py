@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -37,7 +37,7 @@ _QUEUE_ATTRIBUTES = (
 )
 
 
-def provision(stack: LocalStack, dynamodb: DynamoDBClient, sqs: SQSClient) -> None:
+def provision(stack: StackTemplate, dynamodb: DynamoDBClient, sqs: SQSClient) -> None:
     for logical_id in stack.of_type("AWS::DynamoDB::Table"):
         _create_table(stack, logical_id, dynamodb)
     queues = stack.of_type("AWS::SQS::Queue")
@@ -46,7 +46,7 @@ def provision(stack: LocalStack, dynamodb: DynamoDBClient, sqs: SQSClient) -> No
         _create_queue(stack, logical_id, sqs)
 
 
-def _create_table(stack: LocalStack, logical_id: str, dynamodb: DynamoDBClient) -> None:
+def _create_table(stack: StackTemplate, logical_id: str, dynamodb: DynamoDBClient) -> None:
     props = stack.resolve(stack.resources[logical_id].get("Properties", {}))
     name = stack.physical_name(logical_id)
     request: dict[str, Any] = {key: props[key] for key in _TABLE_KEYS if key in props}
@@ -77,7 +77,7 @@ def _create_table(stack: LocalStack, logical_id: str, dynamodb: DynamoDBClient) 
     stack.attributes[logical_id] = attributes
 
 
-def _create_queue(stack: LocalStack, logical_id: str, sqs: SQSClient) -> None:
+def _create_queue(stack: StackTemplate, logical_id: str, sqs: SQSClient) -> None:
     props = stack.resolve(stack.resources[logical_id].get("Properties", {}))
     name = stack.physical_name(logical_id)
     attributes = {key: _attribute_text(props[key]) for key in _QUEUE_ATTRIBUTES if key in props}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from herald_dev.template import ACCOUNT_ID, LocalStack
+from herald_dev.template import ACCOUNT_ID, StackTemplate
 
 log = logging.getLogger("local-cloud")
 
@@ -84,7 +84,7 @@ class LocalFunction:
         self._slots = threading.Semaphore(self.max_instances)
 
     @classmethod
-    def from_template(cls, stack: LocalStack, logical_id: str, template_dir: Path) -> LocalFunction:
+    def from_template(cls, stack: StackTemplate, logical_id: str, template_dir: Path) -> LocalFunction:
         props = stack.function_properties(logical_id)
         return cls(
             logical_id=logical_id,
@@ -98,7 +98,7 @@ class LocalFunction:
             max_instances=int(stack.resolve(props.get("ReservedConcurrentExecutions", 4))) or 1,
         )
 
-    def template_environment(self, stack: LocalStack) -> dict[str, str]:
+    def template_environment(self, stack: StackTemplate) -> dict[str, str]:
         variables = self.properties.get("Environment", {}).get("Variables", {})
         return {key: str(value) for key, value in stack.resolve(variables).items()}
 

@@ -54,7 +54,7 @@ def load_template(path: Path) -> dict[str, Any]:
 
 
 @dataclass
-class LocalStack:
+class StackTemplate:
     """A template bound to a local stack name, region and parameter values."""
 
     template: dict[str, Any]
@@ -65,7 +65,7 @@ class LocalStack:
     attributes: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
-    def from_file(cls, path: Path, **kwargs: Any) -> LocalStack:
+    def from_file(cls, path: Path, **kwargs: Any) -> StackTemplate:
         return cls(load_template(path), **kwargs)
 
     # ------------------------------------------------------------------ resources

@@ -13,6 +13,7 @@ from typing import Any
 
 from herald import budgets
 from herald.errors import ConfigurationError
+from herald.ids import DEFAULT_APP_CODE
 
 PREFIX = "HERALD_"
 
@@ -61,6 +62,8 @@ class Settings:
     # Tokens without an `app_code` claim are refused, unless this names the tenant they belong to (an
     # identity provider that cannot add custom claims serves one tenant).
     jwt_default_app_code: str | None = None
+    # The tenant an operator's key or command is for when it names none.
+    default_app_code: str = DEFAULT_APP_CODE
 
     # Abuse limits (requests per minute; 0 = off): each app user, each service key, and each target (a
     # Feishu chat an event goes to, a user an invitation goes to). API Gateway's stage throttling is the outer wall.

@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 
-from herald_dev.template import LocalStack  # noqa: E402
+from herald_dev.template import StackTemplate  # noqa: E402
 
 BASELINE = """
 import time, resource
@@ -47,7 +47,7 @@ print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 def _environment() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("HERALD_", "AWS_", "POWERTOOLS_"))}
-    stack = LocalStack.from_file(REPO / "template.yaml", stack_name="bench")
+    stack = StackTemplate.from_file(REPO / "template.yaml", stack_name="bench")
     for logical_id in stack.of_type("AWS::Serverless::Function"):
         variables = stack.function_properties(logical_id).get("Environment", {}).get("Variables", {})
         env.update({key: str(value) for key, value in stack.resolve(variables).items()})
@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=7)
     args = parser.parse_args()
     env = _environment()
-    stack = LocalStack.from_file(REPO / "template.yaml", stack_name="bench")
+    stack = StackTemplate.from_file(REPO / "template.yaml", stack_name="bench")
     functions = {lid: stack.function_properties(lid) for lid in stack.of_type("AWS::Serverless::Function")}
     samples: dict[str, list[tuple[float, int]]] = {name: [] for name in ["baseline", *functions]}
     for _ in range(args.samples):  # interleaved, so drift in machine load hits every target alike

@@ -100,9 +100,9 @@ def main() -> None:
     with engine:
         install_hooks()
         from herald_dev.provision import _create_table
-        from herald_dev.template import LocalStack
+        from herald_dev.template import StackTemplate
 
-        stack = LocalStack.from_file(REPO / "template.yaml", stack_name="test")
+        stack = StackTemplate.from_file(REPO / "template.yaml", stack_name="test")
         _create_table(stack, "InboxTable", boto3.client("dynamodb"))
         clear_herald_caches()
         from herald.auth.models import Principal

@@ -13,7 +13,7 @@ from herald.container import current
 from herald_dev import moto_patches
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.conftest import clear_herald_caches
 from tests.support.aws import create_stack
 from tests.support.events import EventsPipeline
@@ -22,7 +22,7 @@ from tests.support.turns import TurnsHarness
 
 
 @pytest.fixture
-def aws() -> Iterator[LocalStack]:
+def aws() -> Iterator[StackTemplate]:
     moto_patches.install()
     with mock_aws():
         yield create_stack()
@@ -40,7 +40,7 @@ def fake_im(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTencentIm]:
 
 
 @pytest.fixture
-def confirm_stack(aws: LocalStack, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch) -> LocalStack:
+def confirm_stack(aws: StackTemplate, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch) -> StackTemplate:
     """The test env names queue URLs of real AWS; point them at the queues mock_aws created."""
     monkeypatch.setenv("HERALD_IM_PUSH_QUEUE_URL", aws.resolve({"Ref": "ImPushQueue"}))
     monkeypatch.setenv("HERALD_IM_PUSH_DLQ_URL", aws.resolve({"Ref": "ImPushDeadLetters"}))
@@ -49,17 +49,17 @@ def confirm_stack(aws: LocalStack, fake_im: FakeTencentIm, monkeypatch: pytest.M
 
 
 @pytest.fixture
-def pipeline(confirm_stack: LocalStack) -> ConfirmPipeline:
+def pipeline(confirm_stack: StackTemplate) -> ConfirmPipeline:
     return ConfirmPipeline(confirm_stack)
 
 
 @pytest.fixture
-def client(aws: LocalStack) -> TestClient:
+def client(aws: StackTemplate) -> TestClient:
     return TestClient(create_app())
 
 
 @pytest.fixture
-def api(aws: LocalStack) -> TestClient:
+def api(aws: StackTemplate) -> TestClient:
     return TestClient(create_app())
 
 
@@ -71,7 +71,7 @@ def producer(service_keys: ServiceKeys) -> dict[str, str]:
 
 
 @pytest.fixture
-def service_keys(aws: LocalStack) -> ServiceKeys:
+def service_keys(aws: StackTemplate) -> ServiceKeys:
     return ServiceKeys(DynamoServiceKeyStore(current().settings.service_keys_table))
 
 
@@ -87,7 +87,7 @@ def feishu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeFeishu]:
 
 
 @pytest.fixture
-def events(aws: LocalStack, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch) -> EventsPipeline:
+def events(aws: StackTemplate, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch) -> EventsPipeline:
     monkeypatch.setenv("HERALD_EVENTS_QUEUE_URL", aws.resolve({"Ref": "EventsQueue"}))
     monkeypatch.setenv("HERALD_EVENTS_DLQ_URL", aws.resolve({"Ref": "EventsDeadLetters"}))
     clear_herald_caches()
@@ -95,7 +95,9 @@ def events(aws: LocalStack, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.fixture
-def turns(api: TestClient, aws: LocalStack, service_keys: ServiceKeys, monkeypatch: pytest.MonkeyPatch) -> TurnsHarness:
+def turns(
+    api: TestClient, aws: StackTemplate, service_keys: ServiceKeys, monkeypatch: pytest.MonkeyPatch
+) -> TurnsHarness:
     """The agent engine's key (capability /internal/v1/sessions) and the turn queue of mock_aws."""
     monkeypatch.setenv("HERALD_TURNS_QUEUE_URL", aws.resolve({"Ref": "TurnsQueue"}))
     clear_herald_caches()

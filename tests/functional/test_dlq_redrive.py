@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from herald_dev.dlq import DeadLetterQueue, Journal, Redrive, dead_letter_queues, peek, plan
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 
 ORDER = [("a", 1), ("a", 2), ("b", 1), ("a", 3), ("b", 2), ("c", 1)]
 
@@ -45,7 +45,7 @@ class CrashingSqs:
 
 
 @pytest.fixture
-def events_dlq(aws: LocalStack) -> DeadLetterQueue:
+def events_dlq(aws: StackTemplate) -> DeadLetterQueue:
     urls = {logical_id: str(attributes["Ref"]) for logical_id, attributes in aws.attributes.items()}
     (dlq,) = [q for q in dead_letter_queues(aws, urls) if q.logical_id == "EventsDeadLetters"]
     sqs = boto3.client("sqs")
@@ -82,7 +82,7 @@ def per_group(taken: list[tuple[str, int]]) -> dict[str, list[int]]:
 EXPECTED = {"a": [1, 2, 3], "b": [1, 2], "c": [1]}
 
 
-def test_template_names_every_dlq_and_its_source(aws: LocalStack) -> None:
+def test_template_names_every_dlq_and_its_source(aws: StackTemplate) -> None:
     urls = {logical_id: str(attributes["Ref"]) for logical_id, attributes in aws.attributes.items()}
     found = {q.logical_id: (q.source_logical_id, q.kind) for q in dead_letter_queues(aws, urls)}
     assert found == {
@@ -175,7 +175,7 @@ class ReceiveRecorder:
 
 
 def test_a_fifo_group_deeper_than_one_receive_is_peeked_in_order_counted_and_redriven_whole(
-    aws: LocalStack, tmp_path: Path
+    aws: StackTemplate, tmp_path: Path
 ) -> None:
     urls = {logical_id: str(attributes["Ref"]) for logical_id, attributes in aws.attributes.items()}
     (dlq,) = [q for q in dead_letter_queues(aws, urls) if q.logical_id == "ImPushDeadLetters"]

@@ -22,7 +22,7 @@ from herald.events.models import ExternalEvent, JobStatus, Target
 from herald.events.wiring import job_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.sqs_source import sqs_record
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.support.events import EventsPipeline
 from tests.support.lambda_context import FakeLambdaContext
 
@@ -362,7 +362,7 @@ def test_job_committed_between_the_dispatchers_reads_is_delivered_not_skipped(
 
 
 def test_finished_jobs_and_their_dedup_records_expire_after_7_days_and_unknown_ones_are_kept(
-    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, aws: LocalStack
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, aws: StackTemplate
 ) -> None:
     feishu.queue_faults({"op": "send", "after_send": True})
     partner.accept("e1", title="unknown")

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from herald.api.app import create_app
 from herald.auth.service_keys import ServiceKeys
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.support.tokens import make_token, unsigned_token
 
 
@@ -112,7 +112,7 @@ def _app_with_validated_route() -> FastAPI:
         pytest.param(b'{"command_id": "x", "count": "many"}', id="wrong-type"),
     ],
 )
-def test_validation_errors_are_400_invalid_argument_not_422(aws: LocalStack, payload: bytes) -> None:
+def test_validation_errors_are_400_invalid_argument_not_422(aws: StackTemplate, payload: bytes) -> None:
     client = TestClient(_app_with_validated_route())
     response = client.post("/api/v1/echo", content=payload, headers={"content-type": "application/json"})
     body = response.json()
@@ -120,7 +120,7 @@ def test_validation_errors_are_400_invalid_argument_not_422(aws: LocalStack, pay
     assert body["code"] == "INVALID_ARGUMENT" and body["data"] is None and body["message"]
 
 
-def test_unexpected_error_is_a_500_envelope_without_details(aws: LocalStack) -> None:
+def test_unexpected_error_is_a_500_envelope_without_details(aws: StackTemplate) -> None:
     app = create_app()
 
     @app.get("/api/v1/boom")

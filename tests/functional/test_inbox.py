@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from herald.container import current
 from herald.inbox.models import dedup_key
 from herald.inbox.wiring import inbox
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.support.tokens import make_token
 
 USER, OTHER = "10002", "10003"
@@ -189,7 +189,7 @@ def test_delete_of_an_unread_item_lowers_the_count_once(api: TestClient, produce
 
 
 def test_mark_all_read_racing_fifty_inserts_leaves_the_true_count(
-    api: TestClient, producer: dict[str, str], aws: LocalStack
+    api: TestClient, producer: dict[str, str], aws: StackTemplate
 ) -> None:
     for i in range(30):
         notify(api, producer, tail=f"before-{i}", payload={"batch": "before"})

@@ -14,7 +14,7 @@ from herald.auth.models import Principal
 from herald.container import current
 from herald.inbox.dynamo import DynamoInboxStore
 from herald.realtime.service import Realtime
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.functional.test_inbox import USER, _user, count, items, notify
 from tests.support.aws import load_function
 from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher
@@ -24,7 +24,7 @@ from tests.support.pipeline import StreamTap
 
 
 @pytest.fixture
-def pushes(aws: LocalStack, monkeypatch: pytest.MonkeyPatch) -> InMemoryPusher:
+def pushes(aws: StackTemplate, monkeypatch: pytest.MonkeyPatch) -> InMemoryPusher:
     registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
     realtime = Realtime(registry, pusher, ttl_seconds=60)
     realtime.connect("mine-1", Principal(USER, "lalu"))
@@ -35,7 +35,7 @@ def pushes(aws: LocalStack, monkeypatch: pytest.MonkeyPatch) -> InMemoryPusher:
 
 
 @pytest.fixture
-def outbox(aws: LocalStack) -> Any:
+def outbox(aws: StackTemplate) -> Any:
     tap = StreamTap(aws.get_att("InboxTable", "StreamArn"))
     handler = load_function("inbox_outbox").handler
 
@@ -70,7 +70,7 @@ def test_every_count_change_reaches_each_connection_of_the_user_in_version_order
 
 
 def test_a_redelivered_batch_pushes_nothing_new_and_never_double_counts(
-    api: TestClient, producer: dict[str, str], pushes: InMemoryPusher, outbox: Any, aws: LocalStack
+    api: TestClient, producer: dict[str, str], pushes: InMemoryPusher, outbox: Any, aws: StackTemplate
 ) -> None:
     notification_id = notify(api, producer)["notification_id"]
     outbox()
@@ -90,7 +90,7 @@ def test_a_redelivered_batch_pushes_nothing_new_and_never_double_counts(
 
 
 def test_items_past_retention_are_hidden_from_list_and_count_before_ttl_removes_them(
-    api: TestClient, producer: dict[str, str], aws: LocalStack
+    api: TestClient, producer: dict[str, str], aws: StackTemplate
 ) -> None:
     old = insert_past_retention(DynamoInboxStore(current().settings.inbox_table), USER)
     notify(api, producer, tail="fresh")

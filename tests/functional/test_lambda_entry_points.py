@@ -9,13 +9,13 @@ from typing import Any
 import boto3
 
 from herald.container import current
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.support.aws import load_event, load_function
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.tokens import make_token
 
 
-def test_http_function_takes_the_user_from_authorizer_claims_not_headers(aws: LocalStack) -> None:
+def test_http_function_takes_the_user_from_authorizer_claims_not_headers(aws: StackTemplate) -> None:
     handler = load_function("http_api").handler
     event: dict[str, Any] = load_event("http_api/get_me_with_authorizer.json")
     # A live token: the function holds the authorizer's claims to the maximum lifetime too.
@@ -27,7 +27,7 @@ def test_http_function_takes_the_user_from_authorizer_claims_not_headers(aws: Lo
     assert body["request_id"] == "req-authorizer-0001"
 
 
-def test_http_function_without_authorizer_context_verifies_the_token_itself(aws: LocalStack) -> None:
+def test_http_function_without_authorizer_context_verifies_the_token_itself(aws: StackTemplate) -> None:
     handler = load_function("http_api").handler
     event: dict[str, Any] = load_event("http_api/get_me_with_authorizer.json")
     del event["requestContext"]["authorizer"]  # type: ignore[attr-defined]
@@ -37,7 +37,7 @@ def test_http_function_without_authorizer_context_verifies_the_token_itself(aws:
     assert json.loads(handler(event, FakeLambdaContext())["body"])["data"]["user_id"] == "10005"
 
 
-def test_http_function_serves_health(aws: LocalStack) -> None:
+def test_http_function_serves_health(aws: StackTemplate) -> None:
     response = load_function("http_api").handler(load_event("http_api/get_health.json"), FakeLambdaContext())
     assert response["statusCode"] == 200
     assert json.loads(response["body"])["data"]["status"] == "ok"
@@ -49,7 +49,7 @@ def _connections() -> list[dict[str, Any]]:
 
 
 def test_websocket_connect_with_token_registers_the_connection_and_disconnect_removes_it(
-    aws: LocalStack,
+    aws: StackTemplate,
 ) -> None:
     handler = load_function("websocket").handler
     event: dict[str, Any] = load_event("websocket/connect.json")
@@ -62,7 +62,7 @@ def test_websocket_connect_with_token_registers_the_connection_and_disconnect_re
     assert _connections() == []
 
 
-def test_websocket_connect_without_valid_token_is_refused_and_nothing_stored(aws: LocalStack) -> None:
+def test_websocket_connect_without_valid_token_is_refused_and_nothing_stored(aws: StackTemplate) -> None:
     handler = load_function("websocket").handler
     for query in (None, {"token": "garbage"}, {"token": make_token(ttl=-100)}):
         event: dict[str, Any] = load_event("websocket/connect.json")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import boto3
 
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 
 
-def test_a_resend_with_the_same_deduplication_id_is_dropped_after_the_first_was_consumed(aws: LocalStack) -> None:
+def test_a_resend_with_the_same_deduplication_id_is_dropped_after_the_first_was_consumed(aws: StackTemplate) -> None:
     sqs = boto3.client("sqs")
     url = aws.resolve({"Ref": "TurnsQueue"})
     sqs.send_message(QueueUrl=url, MessageBody="first", MessageGroupId="g", MessageDeduplicationId="d1")

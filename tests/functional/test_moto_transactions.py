@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.support.pipeline import StreamTap
 
 
@@ -33,7 +33,7 @@ def _transaction(table: str, counter: int, new_pk: str) -> list[Any]:
     ]
 
 
-def test_cancelled_transaction_leaves_no_write_and_the_stream_goes_on(aws: LocalStack) -> None:
+def test_cancelled_transaction_leaves_no_write_and_the_stream_goes_on(aws: StackTemplate) -> None:
     ddb = boto3.client("dynamodb")
     table = aws.physical_name("ExternalEventsTable")
     tap = StreamTap(aws.get_att("ExternalEventsTable", "StreamArn"))

@@ -19,7 +19,7 @@ from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow
 from herald.limits.dynamo import WindowRow
 from herald.realtime.dynamo import ConnectionRow
 from herald.turns.dynamo import AgentRow, EventRow, MessageRow, SessionRow
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 
 MODELS: dict[str, list[type[Model]]] = {
     "ServiceKeysTable": [ServiceKeyRow],
@@ -42,7 +42,7 @@ def types(definitions: list[dict[str, Any]]) -> dict[str, str]:
     return {a["AttributeName"]: a["AttributeType"] for a in definitions}
 
 
-def table_of(aws: LocalStack, logical_id: str) -> dict[str, Any]:
+def table_of(aws: StackTemplate, logical_id: str) -> dict[str, Any]:
     """The table as template.yaml made it: keys, key types, indexes (keys, projection), TTL attribute."""
     dynamodb = boto3.client("dynamodb")
     name = aws.physical_name(logical_id)
@@ -75,7 +75,7 @@ def model_of(model: type[Model]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("logical_id", "model"), [(t, m) for t, models in MODELS.items() for m in models])
 def test_the_model_has_the_keys_indexes_and_ttl_of_its_table(
-    aws: LocalStack, logical_id: str, model: type[Model]
+    aws: StackTemplate, logical_id: str, model: type[Model]
 ) -> None:
     table, declared = table_of(aws, logical_id), model_of(model)
     assert declared["keys"] == table["keys"]
@@ -85,13 +85,13 @@ def test_the_model_has_the_keys_indexes_and_ttl_of_its_table(
 
 
 @pytest.mark.parametrize("logical_id", sorted(MODELS))
-def test_the_models_of_a_table_declare_all_its_indexes_and_its_ttl(aws: LocalStack, logical_id: str) -> None:
+def test_the_models_of_a_table_declare_all_its_indexes_and_its_ttl(aws: StackTemplate, logical_id: str) -> None:
     """A table shared by several item types (one model each) may spread its indexes over them."""
     table, declared = table_of(aws, logical_id), [model_of(model) for model in MODELS[logical_id]]
     assert set().union(*(model["indexes"] for model in declared)) == set(table["indexes"])
     assert {model["ttl"] for model in declared} - {None} == ({table["ttl"]} if table["ttl"] else set())
 
 
-def test_every_table_of_the_template_has_its_models(aws: LocalStack) -> None:
+def test_every_table_of_the_template_has_its_models(aws: StackTemplate) -> None:
     tables = {logical_id for logical_id, r in aws.resources.items() if r["Type"] == "AWS::DynamoDB::Table"}
     assert set(MODELS) == tables

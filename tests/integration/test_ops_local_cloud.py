@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from herald_dev.dlq import DeadLetterQueue, Journal, Redrive, dead_letter_queues
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.integration.test_confirms_local_cloud import Client, im_messages, new_user
 from tests.support.local_cloud import REPO, LocalCloudProcess
 from tests.support.waiting import eventually
@@ -30,7 +30,7 @@ def herald(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
 
 
 def im_dlq(cloud: LocalCloudProcess) -> DeadLetterQueue:
-    template = LocalStack.from_file(REPO / "template.yaml", parameter_overrides={"Stage": "local"})
+    template = StackTemplate.from_file(REPO / "template.yaml", parameter_overrides={"Stage": "local"})
     urls = {logical_id: str(attributes["Ref"]) for logical_id, attributes in cloud.state["resources"].items()}
     (dlq,) = [q for q in dead_letter_queues(template, urls) if q.logical_id == "ImPushDeadLetters"]
     return dlq

@@ -9,14 +9,16 @@ from types import ModuleType
 import boto3
 
 from herald_dev.provision import provision
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def create_stack(stack_name: str = "test") -> LocalStack:
+def create_stack(stack_name: str = "test") -> StackTemplate:
     """Create every table and queue of template.yaml on the current endpoint (moto's mock_aws in tests)."""
-    stack = LocalStack.from_file(REPO / "template.yaml", stack_name=stack_name, parameter_overrides={"Stage": "test"})
+    stack = StackTemplate.from_file(
+        REPO / "template.yaml", stack_name=stack_name, parameter_overrides={"Stage": "test"}
+    )
     provision(stack, boto3.client("dynamodb"), boto3.client("sqs"))
     return stack
 

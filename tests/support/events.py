@@ -9,14 +9,14 @@ from typing import Any
 import boto3
 
 from herald_dev.sqs_source import failed_message_ids, sqs_record
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.support.aws import load_function
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap
 
 
 class EventsPipeline:
-    def __init__(self, stack: LocalStack) -> None:
+    def __init__(self, stack: StackTemplate) -> None:
         self.stream = StreamTap(stack.get_att("ExternalEventsTable", "StreamArn"))
         self.outbox = load_function("events_outbox").handler
         self.worker = load_function("events_worker").handler

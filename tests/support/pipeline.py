@@ -10,7 +10,7 @@ import boto3
 
 from herald_dev.sqs_source import failed_message_ids, sqs_record
 from herald_dev.stream_source import stream_record
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.support.aws import load_function
 from tests.support.lambda_context import FakeLambdaContext
 
@@ -47,7 +47,7 @@ class StreamTap:
 
 
 class ConfirmPipeline:
-    def __init__(self, stack: LocalStack) -> None:
+    def __init__(self, stack: StackTemplate) -> None:
         self.stack = stack
         self.invitations = StreamTap(stack.get_att("InvitationsTable", "StreamArn"))
         self.confirms = StreamTap(stack.get_att("ConfirmsTable", "StreamArn"))

@@ -11,7 +11,7 @@ import jsonschema
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from herald_dev.template import LocalStack
+from herald_dev.template import StackTemplate
 from tests.support.aws import REPO, load_function
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap
@@ -21,7 +21,7 @@ TURN_SCHEMA = json.loads((REPO / "events" / "turns" / "turn.schema.json").read_t
 
 
 class TurnsHarness:
-    def __init__(self, api: TestClient, stack: LocalStack, engine_key: str) -> None:
+    def __init__(self, api: TestClient, stack: StackTemplate, engine_key: str) -> None:
         self.api = api
         self.engine = {"Authorization": f"Bearer {engine_key}"}
         self.stream = StreamTap(stack.get_att("TurnsTable", "StreamArn"))

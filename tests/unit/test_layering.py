@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 HERALD = Path(__file__).resolve().parents[2] / "layers" / "herald"
-CONTEXTS = ("auth", "confirms", "events", "health", "inbox", "invitations", "limits", "realtime", "turns")
+CONTEXTS = ("auth", "confirms", "events", "gauges", "inbox", "invitations", "limits", "realtime", "turns")
 DOMAIN_FILES = (
     "models.py",
     "service.py",

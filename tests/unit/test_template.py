@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from herald_dev.template import LocalStack, TemplateError, load_template
+from herald_dev.template import StackTemplate, TemplateError, load_template
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,13 +42,13 @@ Resources:
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> LocalStack:
+def stack(tmp_path: Path) -> StackTemplate:
     path = tmp_path / "template.yaml"
     path.write_text(TEMPLATE)
-    return LocalStack.from_file(path, stack_name="s", parameter_overrides={"Stage": "local"})
+    return StackTemplate.from_file(path, stack_name="s", parameter_overrides={"Stage": "local"})
 
 
-def test_short_form_intrinsics_resolve_against_the_local_stack(stack: LocalStack) -> None:
+def test_short_form_intrinsics_resolve_against_the_local_stack(stack: StackTemplate) -> None:
     env = stack.resolve(stack.function_properties("Fn")["Environment"]["Variables"])
     assert env == {
         "SHARED": "s-local",
@@ -58,25 +58,25 @@ def test_short_form_intrinsics_resolve_against_the_local_stack(stack: LocalStack
     }
 
 
-def test_globals_merge_into_each_function(stack: LocalStack) -> None:
+def test_globals_merge_into_each_function(stack: StackTemplate) -> None:
     props = stack.function_properties("Fn")
     assert props["Timeout"] == 5
     assert set(props["Environment"]["Variables"]) == {"SHARED", "QUEUE", "ARN", "OPTIONAL", "JOINED"}
 
 
-def test_created_resource_attributes_win_over_derived_names(stack: LocalStack) -> None:
+def test_created_resource_attributes_win_over_derived_names(stack: StackTemplate) -> None:
     stack.attributes["Jobs"] = {"Ref": "http://q/url", "Arn": "arn:real"}
     assert stack.resolve({"Ref": "Jobs"}) == "http://q/url"
     assert stack.resolve({"Fn::GetAtt": ["Jobs", "Arn"]}) == "arn:real"
 
 
-def test_unknown_reference_is_an_error(stack: LocalStack) -> None:
+def test_unknown_reference_is_an_error(stack: StackTemplate) -> None:
     with pytest.raises(TemplateError):
         stack.resolve({"Ref": "Nope"})
 
 
 def test_the_real_template_lists_every_function_with_code_on_disk() -> None:
-    stack = LocalStack(load_template(REPO / "template.yaml"))
+    stack = StackTemplate(load_template(REPO / "template.yaml"))
     functions = stack.of_type("AWS::Serverless::Function")
     assert functions
     for logical_id in functions:
@@ -99,7 +99,7 @@ KEY = "arn:aws:kms:us-east-1:123456789012:key/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9
 
 @pytest.mark.parametrize("key", ["", KEY])
 def test_a_customer_key_encrypts_every_table_and_queue_and_every_function_may_use_it(key: str) -> None:
-    stack = LocalStack(load_template(REPO / "template.yaml"), parameter_overrides={"KmsKeyArn": key})
+    stack = StackTemplate(load_template(REPO / "template.yaml"), parameter_overrides={"KmsKeyArn": key})
     for table in stack.of_type("AWS::DynamoDB::Table"):
         sse = stack.resolve(stack.resources[table]["Properties"]["SSESpecification"])
         expected = {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": key} if key else {"SSEEnabled": True}

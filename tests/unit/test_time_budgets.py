@@ -15,21 +15,21 @@ import pytest
 from herald import budgets
 from herald.providers import http as provider_http
 from herald.settings import Settings
-from herald_dev.template import LocalStack, load_template
+from herald_dev.template import StackTemplate, load_template
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def stack() -> LocalStack:
-    return LocalStack(load_template(REPO / "template.yaml"))
+def stack() -> StackTemplate:
+    return StackTemplate(load_template(REPO / "template.yaml"))
 
 
-def timeout_ms(stack: LocalStack, function: str) -> int:
+def timeout_ms(stack: StackTemplate, function: str) -> int:
     return int(stack.function_properties(function)["Timeout"]) * 1000
 
 
-def setting(stack: LocalStack, function: str, name: str) -> int:
+def setting(stack: StackTemplate, function: str, name: str) -> int:
     """The value `function` runs with: its template environment, else the settings' default."""
     variables = stack.function_properties(function).get("Environment", {}).get("Variables", {})
     raw = variables.get("HERALD_" + name.upper())
@@ -40,7 +40,7 @@ def setting(stack: LocalStack, function: str, name: str) -> int:
     return default
 
 
-def sqs_consumers(stack: LocalStack) -> list[tuple[str, str, dict[str, Any]]]:
+def sqs_consumers(stack: StackTemplate) -> list[tuple[str, str, dict[str, Any]]]:
     """(function, queue logical id, event properties) for every SQS event source in the template."""
     found = []
     for function in stack.of_type("AWS::Serverless::Function"):
@@ -50,11 +50,11 @@ def sqs_consumers(stack: LocalStack) -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
-def queue_property(stack: LocalStack, queue: str, name: str) -> Any:
+def queue_property(stack: StackTemplate, queue: str, name: str) -> Any:
     return stack.resources[queue]["Properties"][name]
 
 
-def test_every_queue_hides_a_message_six_times_as_long_as_its_consumer_may_run(stack: LocalStack) -> None:
+def test_every_queue_hides_a_message_six_times_as_long_as_its_consumer_may_run(stack: StackTemplate) -> None:
     consumers = sqs_consumers(stack)
     assert {queue for _, queue, _ in consumers} == {"ImPushQueue", "EventsQueue"}
     for function, queue, _ in consumers:
@@ -62,13 +62,13 @@ def test_every_queue_hides_a_message_six_times_as_long_as_its_consumer_may_run(s
         assert visibility_ms >= budgets.VISIBILITY_PER_FUNCTION_TIMEOUT * timeout_ms(stack, function), (function, queue)
 
 
-def test_an_im_sender_invocation_fits_a_history_lookup_and_a_send_with_their_records(stack: LocalStack) -> None:
+def test_an_im_sender_invocation_fits_a_history_lookup_and_a_send_with_their_records(stack: StackTemplate) -> None:
     one_call = budgets.PROVIDER_CALL_MS + budgets.RECORD_OUTCOME_MS
     assert timeout_ms(stack, "ImSenderFunction") >= 2 * one_call
 
 
 def test_events_worker_claims_only_with_time_for_the_side_effect_and_never_outlives_its_lease(
-    stack: LocalStack,
+    stack: StackTemplate,
 ) -> None:
     reserve = setting(stack, "EventsWorkerFunction", "events_reserve_ms")
     lease = setting(stack, "EventsWorkerFunction", "events_lease_ms")
@@ -79,13 +79,13 @@ def test_events_worker_claims_only_with_time_for_the_side_effect_and_never_outli
     assert lease > worker  # no second worker takes over a job while the first may still run it
 
 
-def test_a_confirm_lease_outlives_the_http_invocation_that_holds_it(stack: LocalStack) -> None:
+def test_a_confirm_lease_outlives_the_http_invocation_that_holds_it(stack: StackTemplate) -> None:
     lease = setting(stack, "HttpApiFunction", "confirm_lease_ms")
     assert lease > timeout_ms(stack, "HttpApiFunction")
     assert setting(stack, "ConfirmsJanitorFunction", "confirm_lease_ms") == lease
 
 
-def test_a_push_waiting_behind_its_group_is_not_dead_lettered_before_herald_gives_up(stack: LocalStack) -> None:
+def test_a_push_waiting_behind_its_group_is_not_dead_lettered_before_herald_gives_up(stack: StackTemplate) -> None:
     ((_, _, pushes),) = [c for c in sqs_consumers(stack) if c[1] == "ImPushQueue"]
     attempts = setting(stack, "ImSenderFunction", "im_push_max_attempts")
     max_receives = int(queue_property(stack, "ImPushQueue", "RedrivePolicy")["maxReceiveCount"])
@@ -93,7 +93,7 @@ def test_a_push_waiting_behind_its_group_is_not_dead_lettered_before_herald_give
     assert max_receives >= int(pushes["BatchSize"]) * attempts
 
 
-def test_an_events_nudge_outlasts_the_retries_of_the_job_it_runs(stack: LocalStack) -> None:
+def test_an_events_nudge_outlasts_the_retries_of_the_job_it_runs(stack: StackTemplate) -> None:
     ((_, _, dispatch),) = [c for c in sqs_consumers(stack) if c[1] == "EventsQueue"]
     assert int(dispatch["BatchSize"]) == 1
     attempts = setting(stack, "EventsWorkerFunction", "events_max_attempts")

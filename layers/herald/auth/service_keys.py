@@ -24,7 +24,7 @@ from herald.auth.models import ServiceCaller, ServiceKeyRecord
 from herald.clock import Clock, now_ms
 from herald.errors import InvalidArgument, NotFound, PermissionDenied, Unauthorized
 from herald.events.models import RECEIVE_ID_TYPES
-from herald.ids import APP_CODE_PATTERN
+from herald.ids import APP_CODE_PATTERN, DEFAULT_APP_CODE
 
 KEY_PREFIX = "hk"
 _KEY = re.compile(r"hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
@@ -91,8 +91,11 @@ def validate_target(target: str) -> str:
 
 
 class ServiceKeys:
-    def __init__(self, store: ServiceKeyStore, clock: Clock = now_ms, cache_ms: int = 0) -> None:
+    def __init__(
+        self, store: ServiceKeyStore, clock: Clock = now_ms, cache_ms: int = 0, default_app_code: str = DEFAULT_APP_CODE
+    ) -> None:
         self._store = store
+        self._default_app_code = default_app_code
         self._clock = clock
         self._cache_ms = cache_ms
         self._cache: dict[str, tuple[int, ServiceKeyRecord]] = {}
@@ -139,7 +142,7 @@ class ServiceKeys:
         self,
         service_id: str,
         capabilities: Iterable[str],
-        app_codes: Iterable[str] = ("lalu",),
+        app_codes: Iterable[str] = (),
         targets: Iterable[str] = (),
         expires_at_ms: int | None = None,
         rotated_from: str | None = None,
@@ -148,7 +151,8 @@ class ServiceKeys:
         """A new key with exactly these rights; returns the key (shown once) and its record."""
         validate_service_id(service_id)
         wanted = frozenset(validate_capability(cap) for cap in capabilities)
-        tenants = frozenset(validate_app_code(app_code) for app_code in app_codes)
+        named = frozenset(validate_app_code(app_code) for app_code in app_codes)
+        tenants = named or frozenset({self._default_app_code})
         if not wanted or not tenants:
             raise InvalidArgument("a key needs at least one capability and one app_code")
         now = self._clock()

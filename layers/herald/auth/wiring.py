@@ -14,4 +14,7 @@ def jwt_verifier(c: Container) -> JwtVerifier:
 @part
 def service_keys(c: Container) -> ServiceKeys:
     store = DynamoServiceKeyStore(c.settings.service_keys_table, c.clients.dynamodb)
-    return ServiceKeys(store, cache_ms=c.settings.service_key_cache_seconds * 1000)
+    settings = c.settings
+    return ServiceKeys(
+        store, cache_ms=settings.service_key_cache_seconds * 1000, default_app_code=settings.default_app_code
+    )

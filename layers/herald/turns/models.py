@@ -58,7 +58,9 @@ class EventType(StrEnum):
     TURN_RESUMED = "turn.resumed"
 
 
-class Delivery(StrEnum):
+class Arrival(StrEnum):
+    """What a posted message did on arrival: started the agent's turn, or joined its queue."""
+
     STARTED = "started"  # the message started a turn (with any messages that were still waiting)
     QUEUED = "queued"
 

@@ -133,7 +133,7 @@ def post_message(
     request: Request, session_id: SessionId, agent: AgentName, body: MessageIn, principal: CurrentPrincipal
 ) -> JSONResponse:
     posted = turn_service().post(principal, session_id, agent, body.text, body.lang)
-    out = PostedOut(message_id=posted.message_id, delivery=posted.delivery.value, position=posted.position)
+    out = PostedOut(message_id=posted.message_id, delivery=posted.arrival.value, position=posted.position)
     return JSONResponse(status_code=202, content=ok(request, out).model_dump(exclude_none=True))
 
 

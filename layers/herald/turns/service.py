@@ -19,7 +19,7 @@ from herald.retry import with_backoff
 from herald.turns.models import (
     TURN_TRANSITIONS,
     AgentTurns,
-    Delivery,
+    Arrival,
     EventType,
     Message,
     QueuedMessage,
@@ -110,7 +110,7 @@ class TurnQueue(Protocol):
 @dataclass(frozen=True)
 class Posted:
     message_id: str
-    delivery: Delivery
+    arrival: Arrival
     position: int | None = None
 
 
@@ -158,7 +158,7 @@ class TurnService:
             turns = self._store.agent(caller.app_code, session_id, agent)
             if tried and self._store.message(caller.app_code, session_id, message_id) is not None:  # it did commit
                 position = turns.position_of(message_id)
-                return Posted(message_id, Delivery.QUEUED if position else Delivery.STARTED, position)
+                return Posted(message_id, Arrival.QUEUED if position else Arrival.STARTED, position)
             tried = True
             now = self._clock()
             message = Message(caller.app_code, session_id, agent, message_id, caller.user_id, text, lang, now)
@@ -196,12 +196,12 @@ class TurnService:
                 )
                 self._commit(Change(session, turns, after, tuple(entries), message))
                 self._observe("TurnMessageQueued")
-                return Posted(message_id, Delivery.QUEUED, position)
+                return Posted(message_id, Arrival.QUEUED, position)
             # Idle. Messages still waiting (a reopened session) go first: the newest never jumps ahead.
             after, started = _start_turn(turns, (*turns.queue, queued))
             self._commit(Change(session, turns, after, (*entries, *started), message))
             self._observe("TurnMessageStarted")
-            return Posted(message_id, Delivery.STARTED)
+            return Posted(message_id, Arrival.STARTED)
 
         return self._decided(decide)
 

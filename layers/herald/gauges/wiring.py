@@ -3,7 +3,7 @@
 from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
 from herald.container import Container, part
 from herald.events.dynamo import DynamoJobStore
-from herald.health.service import HealthGauges
+from herald.gauges.service import HealthGauges
 from herald.turns.wiring import turn_store
 
 JANITOR_PERIOD_MS = 60_000

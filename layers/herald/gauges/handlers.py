@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from herald.health.wiring import health_gauges
+from herald.gauges.wiring import health_gauges
 from herald.observability import logger, metrics
 
 
