@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from herald.observability import observe_stage
 from herald.settings import Settings
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ def current() -> Container:
     with _current_lock:
         if _current is None:
             _current = Container(Settings.from_env())
+            observe_stage(_current.settings.stage)
         return _current
 
 

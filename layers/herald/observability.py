@@ -6,11 +6,13 @@ id is the API Gateway request id or the Lambda request id. Traces come from Lamb
 alone costs more than a third of a worker's cold-start budget (tests/bench/cold_start.py).
 """
 
-import os
-
 from aws_lambda_powertools import Logger, Metrics
 
 logger = Logger()
 metrics = Metrics(namespace="Herald")
-# Every metric carries its stage (and Powertools adds the function's service name): alarms select both.
-metrics.set_default_dimensions(stage=os.environ.get("HERALD_STAGE", "local"))
+
+
+def observe_stage(stage: str) -> None:
+    """Every metric carries its stage (and Powertools adds the function's service name): alarms select both.
+    Set when the process's settings are read (herald.container), never from the environment at import."""
+    metrics.set_default_dimensions(stage=stage)

@@ -1,17 +1,17 @@
-"""Provider secrets: from an SSM SecureString parameter in AWS (cached a few minutes, so a rotation takes
-effect without a deploy), or given directly in the environment for local use."""
+"""Provider secrets: from an SSM SecureString parameter in AWS, through Powertools Parameters (cached a few
+minutes, so a rotation takes effect without a deploy), or given directly in the environment locally."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
+from typing import Any
 
 from herald import aws
 from herald.errors import ConfigurationError
 from herald.settings import Secret
 
-_CACHE_SECONDS = 300
+CACHE_SECONDS = 300
 
 
 def secret_source(direct: Secret | None, parameter_name: str | None, what: str) -> Callable[[], str]:
@@ -21,13 +21,15 @@ def secret_source(direct: Secret | None, parameter_name: str | None, what: str) 
     if not parameter_name:
         raise ConfigurationError(f"{what} is not configured (neither the value nor its SSM parameter)")
     lock = threading.Lock()
-    cached: list[tuple[str, float]] = []
+    providers: list[Any] = []
 
     def read() -> str:
         with lock:
-            if not cached or time.monotonic() - cached[0][1] > _CACHE_SECONDS:
-                response = aws.ssm().get_parameter(Name=parameter_name, WithDecryption=True)
-                cached[:] = [(response["Parameter"]["Value"], time.monotonic())]
-            return cached[0][0]
+            if not providers:
+                # Imported on the first read: a function that never reads a secret never pays for it.
+                from aws_lambda_powertools.utilities.parameters import SSMProvider
+
+                providers.append(SSMProvider(boto3_client=aws.ssm()))
+        return str(providers[0].get(parameter_name, decrypt=True, max_age=CACHE_SECONDS))
 
     return read

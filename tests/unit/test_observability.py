@@ -45,3 +45,20 @@ def test_concurrent_invocations_emit_every_metric_exactly_once_and_never_fail_to
         emitted += len(values) if isinstance(values, list) else int(values)
     assert failures == []
     assert emitted == THREADS * INVOCATIONS
+
+
+def test_metrics_carry_the_stage_of_the_settings_the_process_runs_with(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from herald.container import current
+
+    monkeypatch.setenv("HERALD_STAGE", "prod")
+    assert current().settings.stage == "prod"
+
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: Any) -> None:
+        metrics.add_metric(name="Probe", unit="Count", value=1)
+
+    handler({}, FakeLambdaContext())
+    (emitted,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"Probe"' in line]
+    assert emitted["stage"] == "prod"
