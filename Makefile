@@ -94,7 +94,7 @@ sam-check: $(SAM_STAMP)
 	$(SAM) validate --lint --region us-east-1
 	$(SAM) build
 
-## deploy: build the layer and functions with SAM, then deploy with samconfig.toml (run `herald ops preflight` first)
+## deploy: build the layer and functions with SAM, then deploy with samconfig.toml (run `herald-ops preflight` first)
 deploy: $(SAM_STAMP)
 	$(SAM) build
 	$(SAM) deploy

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import boto3
 import uvicorn
+from herald_ops.template import StackTemplate, TemplateError
 
 from herald_dev import moto_patches
 from herald_dev.engine import ReferenceEngine
@@ -36,7 +37,6 @@ from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
-from herald_dev.template import StackTemplate, TemplateError
 from herald_dev.ttl_sweeper import TtlSweeper
 from herald_dev.websocket_gateway import WebSocketGateway
 

@@ -7,8 +7,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
-
-from herald_dev.template import StackTemplate
+from herald_ops.template import StackTemplate
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from herald_dev.template import ACCOUNT_ID, StackTemplate
+from herald_ops.template import ACCOUNT_ID, StackTemplate
 
 log = logging.getLogger("local-cloud")
 

@@ -8,8 +8,9 @@ import re
 import threading
 import uuid
 
+from herald_ops.template import ACCOUNT_ID
+
 from herald_dev.runtime import FunctionError, LocalFunction
-from herald_dev.template import ACCOUNT_ID
 
 log = logging.getLogger("local-cloud")
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")

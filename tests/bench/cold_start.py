@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 
-from herald_dev.template import StackTemplate  # noqa: E402
+from herald_ops.template import StackTemplate  # noqa: E402
 
 BASELINE = """
 import time, resource

@@ -99,8 +99,9 @@ def main() -> None:
     engine = contextlib.nullcontext() if args.dynamodb_endpoint else mock_aws()
     with engine:
         install_hooks()
+        from herald_ops.template import StackTemplate
+
         from herald_dev.provision import _create_table
-        from herald_dev.template import StackTemplate
 
         stack = StackTemplate.from_file(REPO / "template.yaml", stack_name="test")
         _create_table(stack, "InboxTable", boto3.client("dynamodb"))

@@ -26,9 +26,9 @@ NOT_RUN_HERE = {
     "make deploy          # sam build && sam deploy, with samconfig.toml",
 }
 TRY_IT = "ALICE=$(.venv/bin/herald token --user 10001)"
-EVENTS = "PARTNER=$(.venv/bin/herald keys create --service scheduler"
+EVENTS = "PARTNER=$(.venv/bin/herald-ops keys create --service scheduler"
 TURNS = "BOB=$(.venv/bin/herald token --user 10002)"
-KEYS = "OLD=$(.venv/bin/herald keys create --service reports"
+KEYS = "OLD=$(.venv/bin/herald-ops keys create --service reports"
 OWN_PROVIDER = ".venv/bin/herald local --parameter TencentImBaseUrl=http://127.0.0.1:9000"  # its own test module
 
 

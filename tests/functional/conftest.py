@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
+from herald_ops.template import StackTemplate
 from moto import mock_aws
 
 from herald.api.app import create_app
@@ -13,7 +14,6 @@ from herald.container import current
 from herald_dev import moto_patches
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from herald_dev.template import StackTemplate
 from tests.conftest import clear_herald_caches
 from tests.support.aws import create_stack
 from tests.support.events import EventsPipeline

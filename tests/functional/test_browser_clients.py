@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from herald_ops.template import load_template
 
 from herald.api.app import create_app
-from herald_dev.template import load_template
 from tests.conftest import clear_herald_caches
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""`herald ops confirms stuck | repair`: what the janitor could not settle and pushes that failed for good
+"""`herald-ops confirms stuck | repair`: what the janitor could not settle and pushes that failed for good
 are listed, and a repair settles from the owner's fact and sends a failed push once more."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`herald ops dlq` mechanics on moto: which queues are DLQs (from template.yaml), peek leaves messages in
+"""`herald-ops dlq` mechanics on moto: which queues are DLQs (from template.yaml), peek leaves messages in
 place, and a redrive keeps each group's order and sends nothing twice however it is interrupted."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from typing import Any
 
 import boto3
 import pytest
-
-from herald_dev.dlq import DeadLetterQueue, Journal, Redrive, dead_letter_queues, peek, plan
-from herald_dev.template import StackTemplate
+from herald_ops.dlq import DeadLetterQueue, Journal, Redrive, dead_letter_queues, peek, plan
+from herald_ops.template import StackTemplate
 
 ORDER = [("a", 1), ("a", 2), ("b", 1), ("a", 3), ("b", 2), ("c", 1)]
 

@@ -14,6 +14,7 @@ from typing import Any
 import boto3
 import pytest
 from fastapi.testclient import TestClient
+from herald_ops.template import StackTemplate
 
 from herald.auth.service_keys import ServiceKeys
 from herald.clock import now_ms
@@ -22,7 +23,6 @@ from herald.events.models import ExternalEvent, JobStatus, Target
 from herald.events.wiring import job_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.sqs_source import sqs_record
-from herald_dev.template import StackTemplate
 from tests.support.events import EventsPipeline
 from tests.support.lambda_context import FakeLambdaContext
 

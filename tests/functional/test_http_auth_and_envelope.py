@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from herald_ops.template import StackTemplate
 from pydantic import BaseModel
 
 from herald.api.app import create_app
 from herald.auth.service_keys import ServiceKeys
-from herald_dev.template import StackTemplate
 from tests.support.tokens import make_token, unsigned_token
 
 

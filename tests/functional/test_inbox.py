@@ -8,11 +8,11 @@ from typing import Any
 import boto3
 import pytest
 from fastapi.testclient import TestClient
+from herald_ops.template import StackTemplate
 
 from herald.container import current
 from herald.inbox.models import dedup_key
 from herald.inbox.wiring import inbox
-from herald_dev.template import StackTemplate
 from tests.support.tokens import make_token
 
 USER, OTHER = "10002", "10003"

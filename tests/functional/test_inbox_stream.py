@@ -9,12 +9,12 @@ from typing import Any
 import boto3
 import pytest
 from fastapi.testclient import TestClient
+from herald_ops.template import StackTemplate
 
 from herald.auth.models import Principal
 from herald.container import current
 from herald.inbox.dynamo import DynamoInboxStore
 from herald.realtime.service import Realtime
-from herald_dev.template import StackTemplate
 from tests.functional.test_inbox import USER, _user, count, items, notify
 from tests.support.aws import load_function
 from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher

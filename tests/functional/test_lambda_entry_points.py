@@ -7,9 +7,9 @@ import time
 from typing import Any
 
 import boto3
+from herald_ops.template import StackTemplate
 
 from herald.container import current
-from herald_dev.template import StackTemplate
 from tests.support.aws import load_event, load_function
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.tokens import make_token

@@ -4,8 +4,7 @@ took and deleted the first copy (see herald_dev.moto_patches); messages moved to
 from __future__ import annotations
 
 import boto3
-
-from herald_dev.template import StackTemplate
+from herald_ops.template import StackTemplate
 
 
 def test_a_resend_with_the_same_deduplication_id_is_dropped_after_the_first_was_consumed(aws: StackTemplate) -> None:

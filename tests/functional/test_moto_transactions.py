@@ -8,8 +8,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from herald_ops.template import StackTemplate
 
-from herald_dev.template import StackTemplate
 from tests.support.pipeline import StreamTap
 
 

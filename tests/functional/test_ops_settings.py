@@ -8,13 +8,13 @@ from collections.abc import Iterator
 import boto3
 import pytest
 import yaml
+from herald_ops.cli import main
 from moto import mock_aws
 
 from herald.clock import now_ms
 from herald.events.dynamo import DynamoJobStore
 from herald.events.models import ExternalEvent, JobStatus
 from herald_dev import moto_patches
-from herald_dev.cli import main
 from tests.support.aws import create_stack
 
 STACK = "herald-prod"
@@ -70,7 +70,7 @@ def test_an_operators_resolution_follows_the_deployed_stacks_retention(deployed:
     store.block(job, JobStatus.FAILED, "Feishu refused it", now_ms(), None)
 
     before = now_ms()
-    assert main(["ops", "events", "resolve", "scheduler:1", "--skip", "--by", "alice", "--stack", STACK]) == 0
+    assert main(["events", "resolve", "scheduler:1", "--skip", "--by", "alice", "--stack", STACK]) == 0
 
     item = boto3.client("dynamodb").get_item(
         TableName=deployed, Key={"pk": {"S": "SVC#scheduler"}, "sk": {"S": "JOB#000000000001"}}

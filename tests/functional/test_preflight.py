@@ -1,4 +1,4 @@
-"""`herald ops preflight --stack NAME` reads the stack's parameters and says, one line each, what a deploy
+"""`herald-ops preflight --stack NAME` reads the stack's parameters and says, one line each, what a deploy
 still needs: SSM SecureStrings, a real identity provider with an RSA key set, the provider ids."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 import boto3
 import pytest
 import yaml
+from herald_ops.cli import main
 from moto import mock_aws
 
-from herald_dev.cli import main
 from herald_dev.fakes.jwks import FakeJwks
 
 STACK = "herald-prod"
@@ -38,7 +38,7 @@ def _stack(parameters: dict[str, str]) -> None:
 
 
 def _run(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, dict[str, Any]]]:
-    code = main(["ops", "preflight", "--stack", STACK, "--region", "us-east-1"])
+    code = main(["preflight", "--stack", STACK, "--region", "us-east-1"])
     findings = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     return code, {finding["check"]: finding for finding in findings}
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
+from herald_ops.template import StackTemplate
 from pynamodb.attributes import TTLAttribute
 from pynamodb.models import Model
 
@@ -19,7 +20,6 @@ from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow
 from herald.limits.dynamo import WindowRow
 from herald.realtime.dynamo import ConnectionRow
 from herald.turns.dynamo import AgentRow, EventRow, MessageRow, SessionRow
-from herald_dev.template import StackTemplate
 
 MODELS: dict[str, list[type[Model]]] = {
     "ServiceKeysTable": [ServiceKeyRow],

@@ -56,7 +56,7 @@ def titles_for(cloud: LocalCloudProcess, partner: Partner) -> list[str]:
 
 
 def herald_ops(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
-    command = [sys.executable, "-m", "herald_dev.cli", "ops", "events", *args, "--state-file", str(cloud.state_file)]
+    command = [sys.executable, "-m", "herald_ops.cli", "events", *args, "--state-file", str(cloud.state_file)]
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True, timeout=60)
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 

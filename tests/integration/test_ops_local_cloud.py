@@ -1,4 +1,4 @@
-"""Operators on the local cloud: a poison IM push lands in its DLQ; once the cause is gone, `herald ops dlq
+"""Operators on the local cloud: a poison IM push lands in its DLQ; once the cause is gone, `herald-ops dlq
 redrive` delivers it once, in order with its group, and a redrive interrupted half way and resumed later
 sends nothing twice."""
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
+from herald_ops.dlq import DeadLetterQueue, Journal, Redrive, dead_letter_queues
+from herald_ops.template import StackTemplate
 
-from herald_dev.dlq import DeadLetterQueue, Journal, Redrive, dead_letter_queues
-from herald_dev.template import StackTemplate
 from tests.integration.test_confirms_local_cloud import Client, im_messages, new_user
 from tests.support.local_cloud import REPO, LocalCloudProcess
 from tests.support.waiting import eventually
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 
 def herald(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
-    command = [sys.executable, "-m", "herald_dev.cli", "ops", "dlq", *args, "--state-file", str(cloud.state_file)]
+    command = [sys.executable, "-m", "herald_ops.cli", "dlq", *args, "--state-file", str(cloud.state_file)]
     result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
@@ -126,7 +126,7 @@ def test_purge_asks_first_and_stream_failures_are_not_redriven(cloud: LocalCloud
     sqs = cloud.client("sqs")
     url = cloud.resource("TurnsDeadLetters")
     sqs.send_message(QueueUrl=url, MessageBody="{}", MessageGroupId="s/a", MessageDeduplicationId="poison")
-    base = [sys.executable, "-m", "herald_dev.cli", "ops", "dlq"]
+    base = [sys.executable, "-m", "herald_ops.cli", "dlq"]
     state = ["--state-file", str(cloud.state_file)]
     refused = subprocess.run(
         [*base, "purge", "TurnsDeadLetters", *state],

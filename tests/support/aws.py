@@ -7,9 +7,9 @@ from pathlib import Path
 from types import ModuleType
 
 import boto3
+from herald_ops.template import StackTemplate
 
 from herald_dev.provision import provision
-from herald_dev.template import StackTemplate
 
 REPO = Path(__file__).resolve().parents[2]
 

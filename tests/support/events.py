@@ -7,9 +7,9 @@ import threading
 from typing import Any
 
 import boto3
+from herald_ops.template import StackTemplate
 
 from herald_dev.sqs_source import failed_message_ids, sqs_record
-from herald_dev.template import StackTemplate
 from tests.support.aws import load_function
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap

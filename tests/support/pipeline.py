@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from herald_ops.template import StackTemplate
 
 from herald_dev.sqs_source import failed_message_ids, sqs_record
 from herald_dev.stream_source import stream_record
-from herald_dev.template import StackTemplate
 from tests.support.aws import load_function
 from tests.support.lambda_context import FakeLambdaContext
 

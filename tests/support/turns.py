@@ -9,9 +9,9 @@ from typing import Any
 import boto3
 import jsonschema
 from fastapi.testclient import TestClient
+from herald_ops.template import StackTemplate
 from httpx import Response
 
-from herald_dev.template import StackTemplate
 from tests.support.aws import REPO, load_function
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap

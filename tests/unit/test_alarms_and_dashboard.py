@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from herald_dev.template import load_template
+from herald_ops.template import load_template
 
 REPO = Path(__file__).resolve().parents[1].parent
 TEMPLATE = load_template(REPO / "template.yaml")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from herald_dev.template import StackTemplate, TemplateError, load_template
+from herald_ops.template import StackTemplate, TemplateError, load_template
 
 REPO = Path(__file__).resolve().parents[2]
 

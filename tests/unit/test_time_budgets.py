@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from herald_ops.template import StackTemplate, load_template
 
 from herald import budgets
 from herald.providers import http as provider_http
 from herald.settings import Settings
-from herald_dev.template import StackTemplate, load_template
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
 """What operators see and do about confirms that did not settle or did not reach their receiver
-(`herald ops confirms stuck | repair`)."""
+(`herald-ops confirms stuck | repair`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`herald ops preflight --stack NAME`: what must exist before (or after) a deploy, checked against the
+"""`herald-ops preflight --stack NAME`: what must exist before (or after) a deploy, checked against the
 stack's own parameters, one finding a line. Nothing is changed.
 
 * the stack exists and is in a settled state;

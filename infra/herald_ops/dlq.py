@@ -1,4 +1,4 @@
-"""Dead-letter queues for operators: list, peek, redrive and purge (`herald ops dlq ...`).
+"""Dead-letter queues for operators: list, peek, redrive and purge (`herald-ops dlq ...`).
 
 Which queue is whose dead-letter queue comes from template.yaml (a queue's `RedrivePolicy`, a stream
 mapping's `OnFailure` destination); the physical queues from the running local cloud or a deployed stack.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from herald_dev.template import StackTemplate
+from herald_ops.template import StackTemplate
 
 DEDUP_PREFIX = "redrive-"
 _FORWARDED_ATTRIBUTES_DROPPED = {"failure_reason", "source_message_id"}

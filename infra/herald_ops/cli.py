@@ -1,0 +1,434 @@
+"""`herald-ops`: what an operator runs against a deployed stack (`--stack NAME`) or the local cloud.
+
+    herald-ops keys create|list|rotate|revoke      service keys
+    herald-ops events blocked|unknown|resolve      external events a failed or UNKNOWN job holds up
+    herald-ops dlq list|peek|redrive|purge         dead-letter queues
+    herald-ops confirms stuck|repair               confirms the janitor could not settle
+    herald-ops preflight --stack NAME              what a deploy still needs
+
+Installed with Herald's runtime and `click` and `PyYAML` only (`pip install '.[ops]'`): no emulator, no test
+dependency. Each command prints JSON lines; a refusal prints `error: ...` and exits 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, REPO_ROOT, NoLocalCloud, Stack
+
+from herald.clock import now_ms
+from herald.errors import HeraldError
+
+F = TypeVar("F", bound=Callable[..., Any])
+WAIT_CHOICES = click.IntRange(0, 20)
+
+
+def stack_options(command: F) -> F:
+    """--stack/--profile/--region (a deployed stack) or --state-file (the local cloud), and --template."""
+    options = [
+        click.option("--stack", "stack_name", help="a deployed stack (default: the running local cloud)"),
+        click.option("--profile"),
+        click.option("--region"),
+        click.option(
+            "--state-file",
+            default=lambda: os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)),
+            help="the running local cloud's state",
+        ),
+        click.option("--template", default=str(DEFAULT_TEMPLATE), help="where the DLQs are declared"),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _stack(stack_name: str | None, profile: str | None, region: str | None, state_file: str, template: str) -> Stack:
+    return Stack(stack_name, profile, region, Path(state_file), Path(template))
+
+
+def _refused(message: str) -> int:
+    click.echo(f"error: {message}", err=True)
+    return 2
+
+
+def _line(value: dict[str, Any]) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False))
+
+
+@click.group(help=__doc__.split("\n\n")[0] if __doc__ else None)
+def cli() -> None:
+    pass
+
+
+# ---------------------------------------------------------------------- keys
+@cli.group(help="service keys")
+def keys() -> None:
+    pass
+
+
+def _key_view(record: Any) -> dict[str, Any]:
+    """A key as an operator sees it: never its secret or hash."""
+    return {
+        "key_id": record.key_id,
+        "service_id": record.service_id,
+        "capabilities": sorted(record.capabilities),
+        "app_codes": sorted(record.app_codes),
+        "targets": sorted(record.targets),
+        "allow_markdown": record.allow_markdown,
+        "created_at_ms": record.created_at_ms,
+        "expires_at_ms": record.expires_at_ms,
+        "revoked_at_ms": record.revoked_at_ms,
+        "last_used_at_ms": record.last_used_at_ms,
+        "rotated_from": record.rotated_from,
+    }
+
+
+def _new_key(key: str, record: Any) -> int:
+    click.echo(key)
+    click.echo(f"# {json.dumps(_key_view(record))} (the key is shown once; only its hash is stored)", err=True)
+    return 0
+
+
+def _service_keys(stack: Stack) -> Any:
+    from herald.auth.wiring import service_keys
+
+    return service_keys(stack.container)
+
+
+@keys.command("create", help="create a key (printed once) with rights fixed for its life")
+@click.option("--service", required=True)
+@click.option("--cap", multiple=True, required=True, help="route prefix, e.g. /events/external")
+@click.option("--app-code", multiple=True, help="a tenant the key acts for (repeatable; default: default_app_code)")
+@click.option("--target", multiple=True, help="allowed external-event target, e.g. chat_id:oc_xxx")
+@click.option("--expires-in-days", type=int, default=0, help="0: never expires")
+@click.option("--allow-markdown", is_flag=True, help="its cards may opt into Feishu markdown")
+@stack_options
+def keys_create(
+    service: str,
+    cap: tuple[str, ...],
+    app_code: tuple[str, ...],
+    target: tuple[str, ...],
+    expires_in_days: int,
+    allow_markdown: bool,
+    **where: Any,
+) -> int:
+    expires = now_ms() + expires_in_days * 86_400_000 if expires_in_days else None
+    try:
+        key, record = _service_keys(_stack(**where)).create_key(
+            service, cap, app_code, target, expires, allow_markdown=allow_markdown
+        )
+    except HeraldError as error:
+        return _refused(error.message)
+    return _new_key(key, record)
+
+
+@keys.command("list", help="every key (or one service's): rights, expiry, revocation, last use")
+@click.option("--service")
+@stack_options
+def keys_list(service: str | None, **where: Any) -> int:
+    for record in _service_keys(_stack(**where)).list_keys(service):
+        _line(_key_view(record))
+    return 0
+
+
+@keys.command("rotate", help="a new key with the same rights; the old one works until revoked")
+@click.argument("key_id")
+@click.option("--revoke-old-in", type=int, metavar="SECONDS", help="revoke the old key this much later")
+@stack_options
+def keys_rotate(key_id: str, revoke_old_in: int | None, **where: Any) -> int:
+    try:
+        key, record = _service_keys(_stack(**where)).rotate(
+            key_id, revoke_old_in * 1000 if revoke_old_in is not None else None
+        )
+    except HeraldError as error:
+        return _refused(error.message)
+    return _new_key(key, record)
+
+
+@keys.command("revoke", help="stop a key (refused everywhere within the key cache time)")
+@click.argument("key_id")
+@click.option("--in-seconds", type=int, default=0, help="revoke later instead of now")
+@stack_options
+def keys_revoke(key_id: str, in_seconds: int, **where: Any) -> int:
+    try:
+        record = _service_keys(_stack(**where)).revoke(key_id, in_ms=in_seconds * 1000)
+    except HeraldError as error:
+        return _refused(error.message)
+    _line(_key_view(record))
+    return 0
+
+
+# ---------------------------------------------------------------------- events
+@cli.group(help="external events")
+def events() -> None:
+    pass
+
+
+def _event_operations(stack: Stack) -> Any:
+    from herald.events.wiring import operations
+
+    return operations(stack.container)
+
+
+def _blocked(only_unknown: bool, where: dict[str, Any]) -> int:
+    from herald.events.operations import describe
+
+    now = now_ms()
+    for job, head in _event_operations(_stack(**where)).blocked():
+        if only_unknown and str(job.status) != "unknown":
+            continue
+        row = describe(job)
+        row["age_s"] = round((now - job.blocked_at_ms) / 1000, 1)
+        row["waiting_behind"] = max(0, head.next_seq - job.seq)
+        _line(row)
+    return 0
+
+
+@events.command("blocked", help="services stopped by a failed or UNKNOWN job: the job, why, age, how many wait")
+@stack_options
+def events_blocked(**where: Any) -> int:
+    return _blocked(False, where)
+
+
+@events.command("unknown", help="jobs whose side effect may or may not have happened (check Feishu, then resolve)")
+@stack_options
+def events_unknown(**where: Any) -> int:
+    return _blocked(True, where)
+
+
+@events.command("resolve", help="resolve a blocked job (recorded with who and when)")
+@click.argument("job")
+@click.option("--sent", metavar="MESSAGE_ID", help="it did arrive in Feishu: record this message id")
+@click.option("--requeue", is_flag=True, help="run it again (it did not arrive, or the cause is fixed)")
+@click.option("--skip", is_flag=True, help="give up on it: not delivered, the service goes on")
+@click.option("--by", default=lambda: os.environ.get("USER", "operator"), help="who resolves (recorded)")
+@click.option("--note", default="", help="why (recorded)")
+@stack_options
+def events_resolve(job: str, sent: str | None, requeue: bool, skip: bool, by: str, note: str, **where: Any) -> int:
+    from herald.events.operations import describe
+
+    if [bool(sent), requeue, skip].count(True) != 1:
+        raise click.UsageError("give exactly one of --sent MESSAGE_ID, --requeue, --skip")
+    operations = _event_operations(_stack(**where))
+    try:
+        if sent:
+            resolved = operations.sent(job, sent, by, note)
+        elif requeue:
+            resolved = operations.requeue(job, by, note)
+        else:
+            resolved = operations.skip(job, by, note)
+    except HeraldError as error:
+        return _refused(error.message)
+    _line(describe(resolved))
+    return 0
+
+
+# ---------------------------------------------------------------------- dead-letter queues
+@cli.group(help="dead-letter queues")
+def dlq() -> None:
+    pass
+
+
+def _dead_letter_queues(stack: Stack, name: str | None = None) -> list[Any]:
+    from herald_ops.dlq import dead_letter_queues
+    from herald_ops.template import StackTemplate
+
+    template = StackTemplate.from_file(stack.template, parameter_overrides={"Stage": "local"})
+    queues = dead_letter_queues(template, stack.physical_ids)
+    if name is None:
+        return queues
+    chosen = [q for q in queues if q.logical_id.lower() == name.lower()]
+    if not chosen:
+        raise click.UsageError(f"no dead-letter queue {name!r}; one of: {', '.join(q.logical_id for q in queues)}")
+    return chosen
+
+
+def wait_option(command: F) -> F:
+    from herald_ops.dlq import WAIT_SECONDS
+
+    return click.option(
+        "--wait",
+        type=WAIT_CHOICES,
+        default=WAIT_SECONDS,
+        help=f"seconds each receive waits for messages (long polling; default {WAIT_SECONDS})",
+    )(command)
+
+
+@dlq.command("list", help="every DLQ: depth, oldest message age, source")
+@wait_option
+@stack_options
+def dlq_list(wait: int, **where: Any) -> int:
+    from herald_ops.dlq import describe
+
+    stack = _stack(**where)
+    sqs = stack.client("sqs")
+    for queue in _dead_letter_queues(stack):
+        _line(describe(sqs, queue, now_ms(), wait_s=wait))
+    return 0
+
+
+@dlq.command("peek", help="messages with their group, receive count and failure reason (left in place)")
+@click.argument("name", metavar="DLQ")
+@click.option("--max", "most", type=int, default=10)
+@wait_option
+@stack_options
+def dlq_peek(name: str, most: int, wait: int, **where: Any) -> int:
+    from herald_ops.dlq import peek, peeked_view
+
+    stack = _stack(**where)
+    (queue,) = _dead_letter_queues(stack, name)
+    seen = peek(stack.client("sqs"), queue, most, wait_s=wait)
+    for message in seen.messages:
+        _line(peeked_view(message))
+    click.echo(f"# {len(seen.messages)} shown of {seen.depth} in {queue.logical_id}", err=True)
+    if seen.not_shown and len(seen.messages) < most:
+        click.echo(
+            f"# {seen.not_shown} not shown: in flight elsewhere, or behind the shown ones of their FIFO group",
+            err=True,
+        )
+    return 0
+
+
+@dlq.command("redrive", help="plan (default) or move messages back to their queue, group order kept")
+@click.argument("name", metavar="DLQ")
+@click.option("--execute", is_flag=True, help="move them (without it: print the plan only)")
+@click.option("--max", "most", type=int, default=1000, help="at most this many messages")
+@click.option("--rate", type=float, default=10.0, help="messages per second")
+@click.option("--visibility", type=int, default=60, help="seconds a batch stays hidden while moved")
+@click.option("--journal", help="where progress is kept (default .herald/redrive/<stack>-<dlq>.json)")
+@wait_option
+@stack_options
+def dlq_redrive(
+    name: str, execute: bool, most: int, rate: float, visibility: int, journal: str | None, wait: int, **where: Any
+) -> int:
+    from herald_ops.dlq import Journal, Redrive, plan
+
+    stack = _stack(**where)
+    (queue,) = _dead_letter_queues(stack, name)
+    sqs = stack.client("sqs")
+    if not queue.redrivable:
+        return _refused(f"{queue.logical_id} holds {queue.kind}: nothing to send back (see README, Operating)")
+    if not execute:
+        _line({"dry_run": True, **plan(sqs, queue, most, wait_s=wait)})
+        click.echo("# nothing moved: add --execute to redrive", err=True)
+        return 0
+    journal_path = Path(
+        journal or REPO_ROOT / ".herald" / "redrive" / f"{stack.name or 'local'}-{queue.logical_id}.json"
+    )
+    redrive = Redrive(sqs, queue, Journal.open(journal_path), rate_per_s=rate, visibility_s=visibility, wait_s=wait)
+    _line({"dlq": queue.logical_id, "to": queue.source_logical_id, **redrive.run(most).as_dict()})
+    return 0
+
+
+@dlq.command("purge", help="delete every message (asks first)")
+@click.argument("name", metavar="DLQ")
+@click.option("--yes", is_flag=True, help="do not ask")
+@stack_options
+def dlq_purge(name: str, yes: bool, **where: Any) -> int:
+    from herald_ops.dlq import purge
+
+    stack = _stack(**where)
+    (queue,) = _dead_letter_queues(stack, name)
+    if not yes:
+        answer = click.prompt(f"Delete every message in {queue.logical_id}? Type its name to confirm", default="")
+        if answer.strip() != queue.logical_id:
+            return _refused("not confirmed: nothing deleted")
+    purge(stack.client("sqs"), queue)
+    _line({"dlq": queue.logical_id, "purged": True})
+    return 0
+
+
+# ---------------------------------------------------------------------- confirms
+@cli.group(help="action confirms")
+def confirms() -> None:
+    pass
+
+
+def _confirm_operations(stack: Stack) -> Any:
+    from herald.confirms.wiring import confirm_operations
+
+    return confirm_operations(stack.container)
+
+
+@confirms.command("stuck", help="confirms the janitor did not settle, and pushes that failed for good")
+@click.option("--grace", type=int, default=120, help="seconds past expiry/lease before it counts as stuck")
+@stack_options
+def confirms_stuck(grace: int, **where: Any) -> int:
+    from herald.confirms.models import view
+
+    operations = _confirm_operations(_stack(**where))
+    now = now_ms()
+    for confirm in operations.stuck(grace * 1000):
+        pending = str(confirm.status) == "pending"
+        due = confirm.expire_at_ms if pending else confirm.lock_until_ms
+        why = "past its expiry" if pending else "past its lease"
+        _line({"app_code": confirm.app_code, **view(confirm), "why": why, "overdue_s": (now - due) / 1000})
+    for delivery in operations.failed_deliveries():
+        _line(
+            {
+                "app_code": delivery.app_code,
+                "confirm_id": delivery.confirm_id,
+                "push": delivery.key,
+                "why": "push failed for good",
+                "last_error": delivery.last_error,
+                "attempts": delivery.attempts,
+            }
+        )
+    return 0
+
+
+@confirms.command("repair", help="settle a confirm from its owner now and resend its failed pushes")
+@click.argument("confirm_id")
+@click.option("--app", help="the confirm's app_code (default: the stack's default_app_code)")
+@stack_options
+def confirms_repair(confirm_id: str, app: str | None, **where: Any) -> int:
+    from herald.confirms.models import view
+
+    stack = _stack(**where)
+    try:
+        repaired = _confirm_operations(stack).repair(app or stack.settings.default_app_code, confirm_id)
+    except HeraldError as error:
+        return _refused(error.message)
+    _line({**view(repaired.confirm), "resent": list(repaired.resent)})
+    return 0
+
+
+# ---------------------------------------------------------------------- preflight
+@cli.command("preflight", help="what a deployed stack needs: SSM secrets, identity provider, ids")
+@stack_options
+def preflight_command(**where: Any) -> int:
+    from herald_ops.preflight import preflight
+
+    stack = _stack(**where)
+    if not stack.name:
+        return _refused("preflight checks a deployed stack: pass --stack NAME")
+    findings = preflight(stack.name, stack.client("cloudformation"), stack.client("ssm"), stack.client("kms"))
+    for finding in findings:
+        _line(finding.to_dict())
+    return 0 if all(finding.ok for finding in findings) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code (2 for a refusal or a usage error)."""
+    try:
+        result = cli.main(args=argv, prog_name="herald-ops", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except NoLocalCloud as error:
+        return _refused(str(error))
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
