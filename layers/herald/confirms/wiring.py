@@ -1,4 +1,5 @@
-"""The confirm services' parts. Businesses are registered here."""
+"""The confirm services' parts. Businesses are registered here. The Tencent IM client (and urllib3 behind it)
+is imported by the one part that sends, so the outboxes and the janitor never load it (cold start)."""
 
 from herald.confirms.businesses import BusinessRegistry
 from herald.confirms.delivery import ConfirmDelivery
@@ -9,8 +10,6 @@ from herald.confirms.service import Confirms
 from herald.confirms.sqs import SqsPushQueue
 from herald.container import Container, part
 from herald.invitations.wiring import invitations
-from herald.providers.tencent_im import TencentImClient
-from herald.secrets import secret_source
 
 
 @part
@@ -36,6 +35,9 @@ def deliveries(c: Container) -> DynamoDeliveryStore:
 
 @part
 def delivery(c: Container) -> ConfirmDelivery:
+    from herald.providers.tencent_im import TencentImClient
+    from herald.secrets import secret_source
+
     settings = c.settings
     im = TencentImClient(
         base_url=settings.tencent_im_base_url,

@@ -1,4 +1,5 @@
-"""The external-event services' parts."""
+"""The external-event services' parts. The Feishu client (and urllib3 behind it) is imported by the one part
+that delivers, so the outbox and the HTTP function never load it (cold start)."""
 
 from herald.auth.wiring import service_keys
 from herald.container import Container, part
@@ -8,8 +9,6 @@ from herald.events.operations import EventOperations
 from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
 from herald.observability import metrics
-from herald.providers.feishu import FeishuClient
-from herald.secrets import secret_source
 
 
 @part
@@ -42,6 +41,9 @@ def dispatch_queue(c: Container) -> SqsDispatchQueue:
 
 @part
 def dispatcher(c: Container) -> EventDispatcher:
+    from herald.providers.feishu import FeishuClient
+    from herald.secrets import secret_source
+
     settings = c.settings
     feishu = FeishuClient(
         base_url=settings.feishu_base_url,
