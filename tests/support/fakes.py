@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from herald.auth.models import ServiceKeyRecord
 from herald.errors import NotFound
@@ -69,3 +71,160 @@ class InMemoryPusher:
     def close(self, connection_id: str) -> None:
         self.closed.append(connection_id)
         self.gone.add(connection_id)
+
+
+class InMemoryTurnStore:
+    """The turn store's port in memory, with the Dynamo store's conditions: a commit lands only if the
+    session's revision and sequence and the agent's version are still as read (else StaleRead).
+
+    `before_commit` runs just before each commit is checked: a race test makes another decision there,
+    so every interleaving of two decisions is a plain, repeatable sequence (each hook runs once)."""
+
+    def __init__(self) -> None:
+        from herald.turns.models import AgentTurns, Message, Session, SessionEvent
+
+        self.sessions: dict[tuple[str, str], Session] = {}
+        self.agents: dict[tuple[str, str, str], AgentTurns] = {}
+        self.messages: dict[tuple[str, str, str], Message] = {}
+        self.log: dict[tuple[str, str], list[SessionEvent]] = {}
+        self.dispatched: list[str] = []
+        self.before_commit: list[Any] = []
+        self.commits = 0
+
+    def session(self, app_code: str, session_id: str) -> Any:
+        return self.sessions.get((app_code, session_id))
+
+    def put_session(
+        self,
+        app_code: str,
+        session_id: str,
+        members: Mapping[str, str],
+        agents: Sequence[str],
+        status: Any,
+        owner_service: str,
+    ) -> tuple[Any, Any]:
+        from herald.turns.models import Session
+
+        before = self.sessions.get((app_code, session_id))
+        if before is not None and before.owner_service != owner_service:
+            return before, before
+        after = Session(
+            session_id,
+            app_code,
+            dict(members),
+            tuple(agents),
+            status,
+            before.revision + 1 if before else 1,
+            before.next_seq if before else 0,
+            owner_service,
+        )
+        self.sessions[(app_code, session_id)] = after
+        return before, after
+
+    def agent(self, app_code: str, session_id: str, agent: str) -> Any:
+        from herald.turns.models import AgentTurns
+
+        return self.agents.get((app_code, session_id, agent), AgentTurns(app_code, session_id, agent))
+
+    def message(self, app_code: str, session_id: str, message_id: str) -> Any:
+        return self.messages.get((app_code, session_id, message_id))
+
+    def commit(self, change: Any, at_ms: int) -> list[Any]:
+        from herald.turns.models import SessionEvent
+        from herald.turns.service import StaleRead
+
+        while self.before_commit:
+            self.before_commit.pop(0)()
+        session, before = change.session, change.before
+        stored = self.sessions[(session.app_code, session.session_id)]
+        current = self.agent(before.app_code, before.session_id, before.agent)
+        read = (session.revision, session.next_seq, before.version)
+        if (stored.revision, stored.next_seq, current.version) != read:
+            raise StaleRead(f"session {session.session_id} changed")
+        events = [
+            SessionEvent(session.next_seq + n, entry.type, at_ms, entry.actor, entry.data)
+            for n, entry in enumerate(change.entries, start=1)
+        ]
+        self.sessions[(session.app_code, session.session_id)] = dataclasses.replace(
+            stored, next_seq=session.next_seq + len(events)
+        )
+        if change.after != before:
+            key = (before.app_code, before.session_id, before.agent)
+            self.agents[key] = dataclasses.replace(change.after, version=before.version + 1)
+        if change.message is not None:
+            message = change.message
+            self.messages[(message.app_code, message.session_id, message.message_id)] = message
+        self.log.setdefault((session.app_code, session.session_id), []).extend(events)
+        self.commits += 1
+        return events
+
+    def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[Any]:
+        return [e for e in self.log.get((app_code, session_id), []) if e.seq > after_seq][:limit]
+
+    def mark_dispatched(self, turn: Any) -> None:
+        key = (turn.app_code, turn.session_id, turn.agent)
+        current = self.agents.get(key)
+        if current is not None and current.turn_id == turn.turn_id:
+            self.agents[key] = dataclasses.replace(
+                current, dispatched_turn_id=turn.turn_id, version=current.version + 1
+            )
+            self.dispatched.append(turn.turn_id)
+
+    def due(self, before_ms: int, limit: int) -> list[tuple[str, str, str | None]]:
+        due: list[tuple[str, str, str | None]] = [key for key, turns in self.agents.items() if turns.undispatched]
+        return due[:limit]
+
+    def delivered_reopened(self, app_code: str, session_id: str) -> None:
+        """Nothing to forget: `due` here reads the agents' state (reopened sessions are not tracked)."""
+
+
+class InMemoryConfirmStore:
+    """The confirm store's port in memory, with the Dynamo store's condition: a transition lands only on the
+    version and status it was decided from (else StaleConfirm). `before_commit` as in InMemoryTurnStore."""
+
+    def __init__(self) -> None:
+        self.confirms: dict[tuple[str, str], Any] = {}
+        self.sources: dict[tuple[str, str, str], str] = {}
+        self.before_commit: list[Any] = []
+
+    def create(self, confirm: Any) -> Any:
+        source = (confirm.app_code, confirm.source_name, confirm.source_event_id)
+        if source in self.sources:
+            return self.confirms[(confirm.app_code, self.sources[source])]
+        self.sources[source] = confirm.confirm_id
+        self.confirms[(confirm.app_code, confirm.confirm_id)] = confirm
+        return confirm
+
+    def get(self, app_code: str, confirm_id: str) -> Any:
+        return self.confirms.get((app_code, confirm_id))
+
+    def get_many(self, app_code: str, confirm_ids: list[str]) -> list[Any]:
+        return [c for cid in confirm_ids if (c := self.confirms.get((app_code, cid))) is not None]
+
+    def by_source(self, app_code: str, source_name: str, source_event_id: str) -> Any:
+        confirm_id = self.sources.get((app_code, source_name, source_event_id))
+        return None if confirm_id is None else self.confirms[(app_code, confirm_id)]
+
+    def transition(self, current: Any, new: Any) -> Any:
+        from herald.confirms.service import StaleConfirm
+
+        while self.before_commit:
+            self.before_commit.pop(0)()
+        stored = self.confirms[(current.app_code, current.confirm_id)]
+        if (stored.version, stored.status) != (current.version, current.status):
+            raise StaleConfirm(current.confirm_id)
+        self.confirms[(new.app_code, new.confirm_id)] = new
+        return new
+
+    def between(self, app_code: str, user_a: str, user_b: str, limit: int, page_token: str) -> tuple[list[Any], str]:
+        pair = {user_a, user_b}
+        found = [c for c in self.confirms.values() if {c.sender_user_id, c.receiver_user_id} == pair]
+        return sorted(found, key=lambda c: c.created_at_ms, reverse=True)[:limit], ""
+
+    def due(self, now: int, limit: int) -> list[Any]:
+        return [
+            c
+            for c in self.confirms.values()
+            if (str(c.status) == "pending" and c.expire_at_ms <= now)
+            or (str(c.status) == "processing" and c.lock_until_ms <= now)
+        ][:limit]
