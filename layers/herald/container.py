@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from herald.clock import Clock, now_ms
 from herald.observability import observe_stage
 from herald.settings import Settings
 
@@ -36,9 +37,10 @@ class Clients:
 class Container:
     """Settings, clients, and every part built from them so far."""
 
-    def __init__(self, settings: Settings, clients: Clients | None = None) -> None:
+    def __init__(self, settings: Settings, clients: Clients | None = None, clock: Clock = now_ms) -> None:
         self.settings = settings
         self.clients = clients or Clients()
+        self.clock = clock  # every service's "now" (a test's own clock moves leases and expiries without sleeping)
         self._parts: dict[Callable[[Container], Any], Any] = {}
         self._lock = threading.RLock()  # a part's recipe builds the parts it needs
 

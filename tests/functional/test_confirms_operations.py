@@ -3,8 +3,6 @@ are listed, and a repair settles from the owner's fact and sends a failed push o
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -15,14 +13,19 @@ from herald.confirms.wiring import confirm_operations as operations
 from herald.confirms.wiring import confirms
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.functional.test_confirms_flow import TARGET, created, invitation_item, invite, stored_confirms
-from tests.functional.test_confirms_repair import LEASE_MS, SimulatedCrash, api, crash_before_owner
+from tests.functional.test_confirms_repair import LEASE_MS, SimulatedCrash, api, clock, crash_before_owner
+from tests.support.clock import FakeClock
 from tests.support.pipeline import ConfirmPipeline
 
-__all__ = ["api"]  # the lease-shortened app of test_confirms_repair
+__all__ = ["api", "clock"]  # the lease-shortened app of test_confirms_repair, and its clock
 
 
 def test_confirm_left_processing_past_its_lease_is_listed_and_repaired_from_the_owner(
-    api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch
+    api: TestClient,
+    clock: FakeClock,
+    pipeline: ConfirmPipeline,
+    fake_im: FakeTencentIm,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     invitation, confirm_id = created(api, pipeline, fake_im)
     with monkeypatch.context() as patch:
@@ -30,7 +33,7 @@ def test_confirm_left_processing_past_its_lease_is_listed_and_repaired_from_the_
         with pytest.raises(SimulatedCrash):
             confirms().act(Principal(TARGET, "lalu"), confirm_id, Action.ACCEPT, "first-click")
     assert operations().stuck(grace_ms=0) == []  # its lease still holds
-    time.sleep(LEASE_MS / 1000 + 0.05)
+    clock.advance(LEASE_MS + 1)
     (stuck,) = operations().stuck(grace_ms=0)
     assert (stuck.confirm_id, str(stuck.status)) == (confirm_id, "processing")
     repaired = operations().repair("lalu", confirm_id)

@@ -18,6 +18,7 @@ from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.conftest import clear_herald_caches
 from tests.functional.test_confirms_flow import TARGET, accept, created, grants, invitation_item, stored_confirms
 from tests.support.aws import load_function
+from tests.support.clock import FakeClock, controlled_clock
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token
@@ -36,6 +37,12 @@ def api(pipeline: ConfirmPipeline, monkeypatch: pytest.MonkeyPatch) -> TestClien
     monkeypatch.setenv("HERALD_CONFIRM_LEASE_MS", str(LEASE_MS))
     clear_herald_caches()
     return TestClient(create_app())
+
+
+@pytest.fixture
+def clock(api: TestClient) -> FakeClock:
+    """Herald's clock, moved by the test (after `api` settled the settings)."""
+    return controlled_clock()
 
 
 def crash_before_owner(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -66,6 +73,7 @@ def next_request(api: TestClient, confirm_id: str) -> None:
 @pytest.mark.parametrize("repair", ["next-request", "janitor"])
 def test_a_crash_in_either_window_is_repaired_to_one_consistent_outcome(
     api: TestClient,
+    clock: FakeClock,
     pipeline: ConfirmPipeline,
     fake_im: FakeTencentIm,
     monkeypatch: pytest.MonkeyPatch,
@@ -80,7 +88,7 @@ def test_a_crash_in_either_window_is_repaired_to_one_consistent_outcome(
     assert stored_confirms()[0]["status"]["S"] == "processing"
     early = accept(api, confirm_id, command="impatient")
     assert early.status_code == 409 and early.json()["data"]["reason"] == "processing"  # the lease still holds
-    time.sleep(LEASE_MS / 1000 + 0.05)
+    clock.advance(LEASE_MS + 1)
     if repair == "janitor":
         run_janitor()
     else:
@@ -107,12 +115,17 @@ def short_lived_api(pipeline: ConfirmPipeline, monkeypatch: pytest.MonkeyPatch) 
     return TestClient(create_app())
 
 
+@pytest.fixture
+def short_lived_clock(short_lived_api: TestClient) -> FakeClock:
+    return controlled_clock()
+
+
 def test_expired_confirm_refuses_action_and_expires_its_invitation(
-    short_lived_api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
+    short_lived_api: TestClient, short_lived_clock: FakeClock, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
 ) -> None:
     api = short_lived_api
     invitation, confirm_id = created(api, pipeline, fake_im)
-    time.sleep(1.1)
+    short_lived_clock.advance(1_001)
     refused = accept(api, confirm_id)
     assert refused.status_code == 409 and refused.json()["data"]["reason"] == "expired"
     assert stored_confirms()[0]["status"]["S"] == "expired"
@@ -123,12 +136,12 @@ def test_expired_confirm_refuses_action_and_expires_its_invitation(
 
 
 def test_janitor_expires_confirms_nobody_touched(
-    short_lived_api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
+    short_lived_api: TestClient, short_lived_clock: FakeClock, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
 ) -> None:
     invitation, _ = created(short_lived_api, pipeline, fake_im)
     run_janitor()
     assert stored_confirms()[0]["status"]["S"] == "pending"  # not yet due
-    time.sleep(1.1)
+    short_lived_clock.advance(1_001)
     run_janitor()
     assert stored_confirms()[0]["status"]["S"] == "expired"
     assert invitation_item(invitation["invitation_id"])["status"]["S"] == "expired"

@@ -16,5 +16,8 @@ def service_keys(c: Container) -> ServiceKeys:
     store = DynamoServiceKeyStore(c.settings.service_keys_table, c.clients.dynamodb)
     settings = c.settings
     return ServiceKeys(
-        store, cache_ms=settings.service_key_cache_seconds * 1000, default_app_code=settings.default_app_code
+        store,
+        clock=c.clock,
+        cache_ms=settings.service_key_cache_seconds * 1000,
+        default_app_code=settings.default_app_code,
     )

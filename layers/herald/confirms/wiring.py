@@ -20,7 +20,7 @@ def confirm_store(c: Container) -> DynamoConfirmStore:
 @part
 def confirms(c: Container) -> Confirms:
     registry = BusinessRegistry([RoleInvitationBusiness(invitations(c))])
-    return Confirms(confirm_store(c), registry, lease_ms=c.settings.confirm_lease_ms)
+    return Confirms(confirm_store(c), registry, lease_ms=c.settings.confirm_lease_ms, clock=c.clock)
 
 
 @part
@@ -47,9 +47,11 @@ def delivery(c: Container) -> ConfirmDelivery:
             settings.tencent_im_secret_key, settings.tencent_im_secret_key_parameter, "Tencent IM secret key"
         ),
     )
-    return ConfirmDelivery(confirm_store(c), deliveries(c), im, max_attempts=settings.im_push_max_attempts)
+    return ConfirmDelivery(
+        confirm_store(c), deliveries(c), im, max_attempts=settings.im_push_max_attempts, clock=c.clock
+    )
 
 
 @part
 def confirm_operations(c: Container) -> ConfirmOperations:
-    return ConfirmOperations(confirms(c), confirm_store(c), deliveries(c), push_queue(c))
+    return ConfirmOperations(confirms(c), confirm_store(c), deliveries(c), push_queue(c), clock=c.clock)

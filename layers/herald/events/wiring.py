@@ -31,7 +31,7 @@ def policy(c: Container) -> DispatchPolicy:
 
 @part
 def intake(c: Container) -> EventIntake:
-    return EventIntake(job_store(c))
+    return EventIntake(job_store(c), clock=c.clock)
 
 
 @part
@@ -56,10 +56,11 @@ def dispatcher(c: Container) -> EventDispatcher:
         feishu,
         policy(c),
         nudge=dispatch_queue(c).publish,
+        clock=c.clock,
         on_outcome=lambda job, outcome: metrics.add_metric(name=f"ExternalEvent_{outcome}", unit="Count", value=1),
     )
 
 
 @part
 def operations(c: Container) -> EventOperations:
-    return EventOperations(job_store(c), policy(c))
+    return EventOperations(job_store(c), policy(c), clock=c.clock)

@@ -7,4 +7,4 @@ from herald.inbox.service import Inbox
 
 @part
 def inbox(c: Container) -> Inbox:
-    return Inbox(DynamoInboxStore(c.settings.inbox_table, c.clients.dynamodb))
+    return Inbox(DynamoInboxStore(c.settings.inbox_table, c.clients.dynamodb), clock=c.clock)

@@ -10,4 +10,4 @@ def invitations(c: Container) -> Invitations:
     settings = c.settings
     caps = PendingCaps(settings.invitations_pending_per_inviter, settings.invitations_pending_per_target)
     store = DynamoInvitationStore(settings.invitations_table, c.clients.dynamodb)
-    return Invitations(store, ttl_ms=settings.confirm_ttl_seconds * 1000, caps=caps)
+    return Invitations(store, ttl_ms=settings.confirm_ttl_seconds * 1000, caps=caps, clock=c.clock)

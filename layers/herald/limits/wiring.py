@@ -7,7 +7,7 @@ from herald.limits.service import Limit, RateLimiter
 
 @part
 def rate_limiter(c: Container) -> RateLimiter:
-    return RateLimiter(DynamoCounter(c.settings.rate_limits_table, c.clients.dynamodb))
+    return RateLimiter(DynamoCounter(c.settings.rate_limits_table, c.clients.dynamodb), clock=c.clock)
 
 
 def user_limit() -> Limit:

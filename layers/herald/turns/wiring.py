@@ -17,5 +17,6 @@ def turn_service(c: Container) -> TurnService:
     return TurnService(
         turn_store(c),
         SqsTurnQueue(c.settings.turns_queue_url, c.clients.sqs),
+        clock=c.clock,
         observe=lambda outcome: metrics.add_metric(name=outcome, unit="Count", value=1),
     )
