@@ -228,3 +228,172 @@ class InMemoryConfirmStore:
             if (str(c.status) == "pending" and c.expire_at_ms <= now)
             or (str(c.status) == "processing" and c.lock_until_ms <= now)
         ][:limit]
+
+
+class InMemoryJobStore:
+    """The external-event job store's ports (intake, dispatch, operations) in memory, with the Dynamo store's
+    conditions: a job's write lands only on the status (and attempt or generation) it was decided from, the
+    head's cursor only moves from where it was read (else StaleJob, or nothing for `advance`).
+
+    `before[name]` holds calls to make once, just before the next call of that method: a race test makes a
+    competing decision there, between one decision's reads and its write."""
+
+    def __init__(self) -> None:
+        from herald.events.models import CardMessage, Job, ServiceHead, StoredEvent
+
+        self.heads: dict[str, ServiceHead] = {}
+        self.jobs: dict[tuple[str, int], Job] = {}
+        self.events: dict[tuple[str, str], StoredEvent] = {}
+        self.cards: dict[tuple[str, str, str], CardMessage] = {}
+        self.before: dict[str, list[Any]] = {}
+
+    def _hook(self, name: str) -> None:
+        while self.before.get(name):
+            self.before[name].pop(0)()
+
+    # intake
+    def append(self, service_id: str, event: Any, clock: Any) -> Any:
+        from herald.events.models import DuplicateEvent, Job, ServiceHead, StoredEvent
+
+        self._hook("append")
+        stored = self.events.get((service_id, event.event_id))
+        if stored is not None:
+            raise DuplicateEvent(stored)
+        head = self.heads.get(service_id, ServiceHead(service_id))
+        now = max(clock(), head.last_received_at_ms)
+        job = Job(service_id, head.next_seq + 1, event, event.content_hash, now)
+        self.heads[service_id] = dataclasses.replace(head, next_seq=job.seq, last_received_at_ms=now)
+        self.events[(service_id, event.event_id)] = StoredEvent(event.event_id, job.seq, job.content_hash, now)
+        self.jobs[(service_id, job.seq)] = job
+        return job
+
+    # reads
+    def head(self, service_id: str) -> Any:
+        from herald.events.models import ServiceHead
+
+        self._hook("head")
+        return self.heads.get(service_id, ServiceHead(service_id))
+
+    def job(self, service_id: str, seq: int) -> Any:
+        self._hook("job")
+        return self.jobs.get((service_id, seq))
+
+    def card(self, service_id: str, card_id: str, target: Any) -> Any:
+        return self.cards.get((service_id, card_id, target.key))
+
+    def blocked(self) -> list[Any]:
+        return sorted((j for j in self.jobs.values() if j.status.blocking), key=lambda j: j.blocked_at_ms)
+
+    # writes
+    def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
+        self._hook("advance")
+        head = self.heads[service_id]
+        if head.done_seq == from_seq:
+            self.heads[service_id] = dataclasses.replace(head, done_seq=to_seq)
+
+    def _write(self, name: str, job: Any, still: Any, **changes: Any) -> Any:
+        from herald.events.models import StaleJob
+
+        self._hook(name)
+        current = self.jobs[(job.service_id, job.seq)]
+        if not still(current):
+            raise StaleJob(f"job {job.job_id} changed")
+        written = self.jobs[(job.service_id, job.seq)] = dataclasses.replace(current, **changes)
+        return written
+
+    @staticmethod
+    def _by_attempt(job: Any) -> Any:
+        return lambda current: (current.status, current.attempt_id) == (job.status, job.attempt_id)
+
+    def claim(self, job: Any, attempt_id: str, lease_until_ms: int, now: int) -> Any:
+        from herald.events.models import JobStatus
+
+        if job.status is JobStatus.RUNNING:
+
+            def still(current: Any) -> bool:
+                taken_over = self._by_attempt(job)(current) and current.lock_until_ms < now
+                return bool(taken_over and not current.marked_at_ms)
+        else:
+
+            def still(current: Any) -> bool:
+                return bool((current.status, current.generation) == (job.status, job.generation))
+
+        return self._write(
+            "claim",
+            job,
+            still,
+            status=JobStatus.RUNNING,
+            attempt_id=attempt_id,
+            lock_until_ms=lease_until_ms,
+            attempts=job.attempts + 1,
+        )
+
+    def mark(self, job: Any, now: int) -> Any:
+        return self._write("mark", job, self._by_attempt(job), marked_at_ms=now)
+
+    def retry(self, job: Any, error: str, next_attempt_at_ms: int, now: int) -> None:
+        from herald.events.models import JobStatus
+
+        self._write(
+            "retry",
+            job,
+            self._by_attempt(job),
+            status=JobStatus.QUEUED,
+            next_attempt_at_ms=next_attempt_at_ms,
+            last_error=error,
+            lock_until_ms=0,
+            marked_at_ms=0,
+        )
+
+    def block(self, job: Any, status: Any, reason: str, now: int, expires_at_ms: int | None) -> None:
+        self._write("block", job, self._by_attempt(job), status=status, last_error=reason, blocked_at_ms=now)
+
+    def complete(
+        self, job: Any, status: Any, outcome: str, message_id: str, now: int, expires_at_ms: int, card: Any
+    ) -> None:
+        from herald.events.models import StaleJob
+
+        head = self.heads[job.service_id]
+        if head.done_seq != job.seq - 1:
+            raise StaleJob(f"the head of {job.service_id} moved")
+        if card is not None:
+            current = self.cards.get((card.service_id, card.card_id, card.target.key))
+            if (current.revision if current else None) != card.expected_revision:
+                raise StaleJob(f"card {card.card_id} changed")
+        self._write(
+            "complete", job, self._by_attempt(job), status=status, outcome=outcome, message_id=message_id,
+            finished_at_ms=now,
+        )  # fmt: skip
+        self.heads[job.service_id] = dataclasses.replace(head, done_seq=job.seq)
+        if card is not None:
+            self.cards[(card.service_id, card.card_id, card.target.key)] = card.card
+
+    def resolve(
+        self,
+        job: Any,
+        status: Any,
+        resolution: dict[str, Any],
+        now: int,
+        expires_at_ms: int | None,
+        message_id: str = "",
+        card: Any = None,
+    ) -> Any:
+        from herald.events.models import JobStatus
+
+        def still(current: Any) -> bool:
+            return bool((current.status, current.generation) == (job.status, job.generation))
+
+        return self._write(
+            "resolve",
+            job,
+            still,
+            status=status,
+            attempts=0 if status is JobStatus.QUEUED else job.attempts,
+            generation=job.generation + 1,
+            resolutions=(*job.resolutions, resolution),
+            message_id=message_id or job.message_id,
+            attempt_id="",
+            marked_at_ms=0,
+            lock_until_ms=0,
+            next_attempt_at_ms=0,
+        )
