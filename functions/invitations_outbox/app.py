@@ -4,7 +4,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from herald.confirms.handlers import on_invitation_change
+from herald.invitations.handlers import on_invitation_change
 from herald.observability import logger
 from herald.workers import process_stream
 

@@ -1,13 +1,21 @@
 """The authenticators' parts."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
-from herald.auth.tokens import JwtVerifier
 from herald.container import Container, part
+
+if TYPE_CHECKING:
+    from herald.auth.tokens import JwtVerifier
 
 
 @part
 def jwt_verifier(c: Container) -> JwtVerifier:
+    from herald.auth.tokens import JwtVerifier  # PyJWT and cryptography, for the functions that verify tokens
+
     return JwtVerifier(c.settings)
 
 

@@ -8,19 +8,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from herald.confirms.delivery import PermanentDeliveryFailure, Push, RetryableDeliveryFailure, pushes_for
 from herald.confirms.dynamo import confirm_from_image
-from herald.confirms.role_invitation import project_invitation_change
 from herald.confirms.wiring import confirms, delivery, push_queue
 from herald.dynamo import Image
-from herald.invitations.dynamo import invitation_from_image
 from herald.observability import logger, metrics
 from herald.workers import PermanentFailure, RetryLater, backoff_seconds
-
-
-def on_invitation_change(old: Image | None, new: Image | None) -> None:
-    """The invitations table's stream is the owner's outbox (claims and grants are not invitations)."""
-    invitation = invitation_from_image(new) if new else None
-    if invitation is not None:
-        project_invitation_change(confirms(), invitation_from_image(old) if old else None, invitation)
 
 
 def on_confirm_change(old: Image | None, new: Image | None) -> None:

@@ -1,15 +1,13 @@
-"""The confirm services' parts. Businesses are registered here. The Tencent IM client (and urllib3 behind it)
-is imported by the one part that sends, so the outboxes and the janitor never load it (cold start)."""
+"""The confirm services' parts. Businesses are registered here. A part imports what only it uses (the Tencent
+IM client, the invitations business), so a worker that never builds it never loads them (cold start)."""
 
 from herald.confirms.businesses import BusinessRegistry
 from herald.confirms.delivery import ConfirmDelivery
 from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
 from herald.confirms.operations import ConfirmOperations
-from herald.confirms.role_invitation import RoleInvitationBusiness
 from herald.confirms.service import Confirms
 from herald.confirms.sqs import SqsPushQueue
 from herald.container import Container, part
-from herald.invitations.wiring import invitations
 
 
 @part
@@ -19,6 +17,9 @@ def confirm_store(c: Container) -> DynamoConfirmStore:
 
 @part
 def confirms(c: Container) -> Confirms:
+    from herald.confirms.role_invitation import RoleInvitationBusiness
+    from herald.invitations.wiring import invitations
+
     registry = BusinessRegistry([RoleInvitationBusiness(invitations(c))])
     return Confirms(confirm_store(c), registry, lease_ms=c.settings.confirm_lease_ms, clock=c.clock)
 

@@ -1,7 +1,6 @@
 """The external-event services' parts. The Feishu client (and urllib3 behind it) is imported by the one part
 that delivers, so the outbox and the HTTP function never load it (cold start)."""
 
-from herald.auth.wiring import service_keys
 from herald.container import Container, part
 from herald.events.dispatch import DispatchPolicy, EventDispatcher
 from herald.events.dynamo import DynamoJobStore
@@ -41,6 +40,7 @@ def dispatch_queue(c: Container) -> SqsDispatchQueue:
 
 @part
 def dispatcher(c: Container) -> EventDispatcher:
+    from herald.auth.wiring import service_keys
     from herald.providers.feishu import FeishuClient
     from herald.secrets import secret_source
 
