@@ -18,14 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import jwt
+from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE
 
 from herald.ids import DEFAULT_APP_CODE
 from herald_dev.cloud import LOCAL_JWT_SECRET, LocalCloud, LocalCloudConfig
 from herald_dev.fakes import Providers
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_TEMPLATE = REPO_ROOT / "template.yaml"
-DEFAULT_STATE = REPO_ROOT / ".herald" / "local.json"
 
 
 def _int_env(name: str, default: int) -> int:

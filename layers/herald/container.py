@@ -45,11 +45,13 @@ class Container:
         self._lock = threading.RLock()  # a part's recipe builds the parts it needs
 
     def build(self, recipe: Callable[[Container], T]) -> T:
-        with self._lock:
-            if recipe not in self._parts:
-                self._parts[recipe] = recipe(self)
-            built: T = self._parts[recipe]
-            return built
+        built: T | None = self._parts.get(recipe)  # built already: no lock on the hot path
+        if built is None:
+            with self._lock:
+                if recipe not in self._parts:
+                    self._parts[recipe] = recipe(self)
+                built = self._parts[recipe]
+        return built
 
 
 class Part(Generic[T]):
@@ -74,6 +76,9 @@ _current_lock = threading.Lock()
 def current() -> Container:
     """The process's container: the one given to `use`, or one made from the environment on first use."""
     global _current  # noqa: PLW0603 - the one process-wide container
+    container = _current  # made already: no lock on the hot path
+    if container is not None:
+        return container
     with _current_lock:
         if _current is None:
             _current = Container(Settings.from_env())
@@ -86,3 +91,5 @@ def use(container: Container | None) -> None:
     global _current  # noqa: PLW0603 - the one process-wide container
     with _current_lock:
         _current = container
+        if container is not None:
+            observe_stage(container.settings.stage)

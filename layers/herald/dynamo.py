@@ -1,5 +1,5 @@
 """DynamoDB attribute values as plain values and back, integers kept `int` (boto3's deserializer yields
-Decimal): page-token cursors, and the raw items a test or a benchmark writes."""
+Decimal): page-token cursors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 AttributeValue = dict[str, Any]
-Item = dict[str, AttributeValue]
 Image = dict[str, Any]  # a stream record's image, as DynamoDB sends it (attribute-value maps)
 
 
@@ -64,8 +63,3 @@ def from_attr(attr: Mapping[str, Any]) -> Any:
     if kind == "BS":
         return {v if isinstance(v, bytes) else base64.b64decode(v) for v in value}
     raise TypeError(f"unknown DynamoDB attribute type {kind}")
-
-
-def to_item(values: Mapping[str, Any]) -> Item:
-    """Serialize a plain mapping; `None` values are left out (absent, not NULL)."""
-    return {k: to_attr(v) for k, v in values.items() if v is not None}

@@ -97,12 +97,12 @@ class Database:
         table_connection.connection = self._connection
         return bound
 
-    def transact(self, build: Callable[[Transaction], object], token: str | None = None) -> None:
+    def transact(self, build: Callable[[Transaction], object]) -> None:
         """One TransactWriteItems made of what `build` adds to it, retried as `retried` says; raises
         `Cancelled` naming the labels of the items whose condition was false."""
 
         def attempt() -> None:
-            transaction = Transaction(TransactWrite(connection=self._connection, client_request_token=token))
+            transaction = Transaction(TransactWrite(connection=self._connection))
             build(transaction)
             transaction.commit()
 

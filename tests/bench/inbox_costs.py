@@ -27,7 +27,11 @@ from tests.bench.metering import Meter, install_hooks, metered  # noqa: E402
 
 def _seed(client: Any, table: str, user: str, count: int, now: int) -> None:
     """Load `count` notifications (a tenth unread) and their counter straight into the table."""
-    from herald.dynamo import to_item
+    from herald.dynamo import to_attr
+
+    def to_item(values: dict[str, Any]) -> dict[str, Any]:
+        return {name: to_attr(value) for name, value in values.items() if value is not None}
+
     from herald.inbox.dynamo import COUNTER, notification_sk, user_pk
     from herald.inbox.service import new_notification_id
 
