@@ -21,6 +21,7 @@ from pynamodb.constants import NUMBER
 from pynamodb.exceptions import PynamoDBException, QueryError, TransactWriteError
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
+from pynamodb.indexes import Index
 from pynamodb.models import Model
 from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite
@@ -170,15 +171,34 @@ class Transaction:
             ) from error
 
 
+def key_names(model: type[Model], index: Index[Any] | None = None) -> dict[str, type]:
+    """The attributes a query's last key holds, with the Python type of each: the table's keys, and the
+    index's when the query reads one."""
+    schema = model._get_schema()
+    types = {definition["AttributeName"]: definition["AttributeType"] for definition in schema["attribute_definitions"]}
+    names = [str(key["AttributeName"]) for key in schema["key_schema"]]
+    if index is not None:
+        names += [str(key["AttributeName"]) for key in index._get_schema()["key_schema"]]
+    return {name: int if types[name] == NUMBER else str for name in names}
+
+
 def page(
-    query: Callable[[dict[str, Any] | None], ResultIterator[M]], token: str, scope: Mapping[str, str | int]
+    query: Callable[[dict[str, Any] | None], ResultIterator[M]],
+    token: str,
+    scope: Mapping[str, str | int],
+    keys: Mapping[str, type],
 ) -> tuple[list[M], str]:
     """The rows of one page of `query` and the opaque token of the next ("" after the last page).
 
-    A token carries the page's last key and `scope` (who may continue this query, with which filters); a
-    token of another scope, or one DynamoDB refuses (tampered), is the caller's error, never a fault."""
-    cursor = decode_token(token, scope)
-    start = {name: to_attr(value) for name, value in (cursor or {}).items() if name not in scope}
+    A token carries the page's last key (`keys`: the attributes it holds, and their types) and `scope` (who
+    may continue this query, with which filters). A token of another scope, or whose key is not such a key
+    (tampered), is the caller's error: refused here, before any engine sees it, never a fault."""
+    cursor = {name: value for name, value in (decode_token(token, scope) or {}).items() if name not in scope}
+    if cursor and (
+        cursor.keys() != keys.keys() or not all(type(value) is keys[name] for name, value in cursor.items())
+    ):
+        raise InvalidArgument("page_token is malformed")
+    start = {name: to_attr(value) for name, value in cursor.items()}
     results = query(start or None)
     try:
         rows = list(results)

@@ -18,6 +18,7 @@ from herald.budgets import IM_PUSH_MAX_ATTEMPTS, PROVIDER_CALL_MS, RECORD_OUTCOM
 from herald.confirms.delivery import IM_CONFIRM, Push
 from herald.confirms.wiring import confirms
 from herald.container import current
+from herald.pagination import encode_token
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from herald_dev.sqs_source import sqs_record
 from tests.support.lambda_context import FakeLambdaContext
@@ -262,6 +263,28 @@ def test_conversation_list_is_newest_first_and_pages_without_gaps(
         ).status_code
         == 400
     )
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        {"pk": 5, "pair_key": "x", "pair_sort": "y"},  # a key of the wrong type
+        {"pk": "x", "pair_key": "x"},  # a key short of the index's
+        {"nope": "x"},  # a key the table does not have
+    ],
+    ids=["wrong-type", "missing-key", "unknown-key"],
+)
+def test_a_tampered_page_token_of_the_callers_own_conversation_is_400_not_500(
+    api: TestClient, key: dict[str, object]
+) -> None:
+    pair = f"lalu#{min(TARGET, INVITER)}#{max(TARGET, INVITER)}"
+    response = api.get(
+        "/api/v1/message/action-confirms",
+        params={"peer_user_id": INVITER, "page_token": encode_token({"pair": pair, **key})},
+        headers=_auth(TARGET),
+    )
+    assert response.status_code == 400, response.text
+    assert "page_token" in response.json()["message"]
 
 
 def test_inviter_cancel_cancels_the_confirm_and_pushes_the_update(

@@ -22,7 +22,16 @@ from pynamodb.models import Model
 from herald.confirms.delivery import Delivery
 from herald.confirms.models import Confirm, ConfirmStatus, SendResult
 from herald.confirms.service import StaleConfirm
-from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, page, string_list
+from herald.tables import (
+    Cancelled,
+    Database,
+    IntAttribute,
+    Transaction,
+    condition_failed,
+    key_names,
+    page,
+    string_list,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -259,6 +268,7 @@ class DynamoConfirmStore:
             ),
             page_token,
             {"pair": pair},
+            key_names(self._rows, self._rows.by_pair),
         )
         return [row.confirm() for row in rows], next_token
 

@@ -21,7 +21,7 @@ from pynamodb.models import Model
 from pynamodb.pagination import ResultIterator
 
 from herald.inbox.models import DEFAULT_PREFERENCES, Kind, Notification
-from herald.tables import Cancelled, Database, IntAttribute, Transaction, page, ttl
+from herald.tables import Cancelled, Database, IntAttribute, Transaction, key_names, page, ttl
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -356,7 +356,8 @@ class DynamoInboxStore:
                 page_size=limit, last_evaluated_key=start,
             )  # fmt: skip
 
-        found, next_token = page(query, page_token, scope)
+        keys = key_names(rows, rows.by_unread if unread_only else None)
+        found, next_token = page(query, page_token, scope, keys)
         return [row.notification() for row in found], next_token
 
     def preferences(self, app_code: str, user_id: str) -> dict[str, bool]:
