@@ -1,11 +1,14 @@
 """Every minute: expire confirms past their time and repair claims whose lease ran out."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.confirms.handlers import settle_due_confirms
-from herald.observability import logger
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.confirms.handlers import settle_due_confirms
+    from herald.observability import logger
 
 
 @logger.inject_lambda_context

@@ -1,12 +1,15 @@
 """Confirms stream (the IM outbox) -> the IM push queue."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.confirms.handlers import on_confirm_change
-from herald.observability import logger
-from herald.workers import process_stream
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.confirms.handlers import on_confirm_change
+    from herald.observability import logger
+    from herald.workers import process_stream
 
 
 @logger.inject_lambda_context

@@ -1,12 +1,15 @@
 """External events table stream (the dispatch outbox) -> the events dispatch queue."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.events.handlers import on_events_change
-from herald.observability import logger
-from herald.workers import process_stream
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.events.handlers import on_events_change
+    from herald.observability import logger
+    from herald.workers import process_stream
 
 
 @logger.inject_lambda_context

@@ -1,13 +1,16 @@
 """Events dispatch queue -> each service's jobs, in receive order, as Feishu cards."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.container import current
-from herald.events.handlers import on_dispatch
-from herald.observability import logger, metrics
-from herald.workers import process_fifo
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.container import current
+    from herald.events.handlers import on_dispatch
+    from herald.observability import logger, metrics
+    from herald.workers import process_fifo
 
 
 @logger.inject_lambda_context

@@ -1,16 +1,19 @@
 """HTTP API entry point: every route of the FastAPI app, behind Mangum."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from mangum import Mangum
+with permanent_imports():
+    from typing import Any
 
-from herald.api.app import create_app
-from herald.observability import logger, metrics
+    from aws_lambda_powertools.logging import correlation_paths
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mangum import Mangum
 
-app = create_app()
-asgi = Mangum(app, lifespan="off")
+    from herald.api.app import create_app
+    from herald.observability import logger, metrics
+
+    app = create_app()
+    asgi = Mangum(app, lifespan="off")
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -1,13 +1,16 @@
 """IM push queue -> Tencent IM `sendmsg`, once per push (retried with backoff; permanent failures to the DLQ)."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.confirms.handlers import on_im_push
-from herald.container import current
-from herald.observability import logger, metrics
-from herald.workers import process_fifo
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.confirms.handlers import on_im_push
+    from herald.container import current
+    from herald.observability import logger, metrics
+    from herald.workers import process_fifo
 
 
 @logger.inject_lambda_context

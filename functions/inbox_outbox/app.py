@@ -1,12 +1,15 @@
 """Inbox stream -> `inbox_updated` pushes to every connection of the user; TTL removals leave the count."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.inbox.handlers import on_inbox_change
-from herald.observability import logger
-from herald.workers import process_stream
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.inbox.handlers import on_inbox_change
+    from herald.observability import logger
+    from herald.workers import process_stream
 
 
 @logger.inject_lambda_context

@@ -1,12 +1,15 @@
 """Invitations stream (the owner's outbox) -> confirms: a new invitation gets exactly one confirm."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.invitations.handlers import on_invitation_change
-from herald.observability import logger
-from herald.workers import process_stream
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.invitations.handlers import on_invitation_change
+    from herald.observability import logger
+    from herald.workers import process_stream
 
 
 @logger.inject_lambda_context

@@ -1,11 +1,14 @@
 """Every minute: hand over turns the outbox missed, and deliver queues left waiting for an idle agent."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.observability import logger, metrics
-from herald.turns.handlers import repair_turns
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.observability import logger, metrics
+    from herald.turns.handlers import repair_turns
 
 
 @logger.inject_lambda_context

@@ -1,12 +1,15 @@
 """Turns table stream (the outbox) -> each started turn onto the engine's turn queue."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.observability import logger, metrics
-from herald.turns.handlers import on_turns_change
-from herald.workers import process_stream
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.observability import logger, metrics
+    from herald.turns.handlers import on_turns_change
+    from herald.workers import process_stream
 
 
 @logger.inject_lambda_context

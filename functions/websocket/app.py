@@ -1,14 +1,17 @@
 """WebSocket API entry point: $connect (JWT in ?token=), $disconnect and $default."""
 
-from typing import Any
+from herald.coldstart import permanent_imports
 
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with permanent_imports():
+    from typing import Any
 
-from herald.auth.wiring import jwt_verifier
-from herald.observability import logger
-from herald.realtime.handlers import handle_websocket_event
-from herald.realtime.wiring import realtime
+    from aws_lambda_powertools.logging import correlation_paths
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from herald.auth.wiring import jwt_verifier
+    from herald.observability import logger
+    from herald.realtime.handlers import handle_websocket_event
+    from herald.realtime.wiring import realtime
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -1,4 +1,4 @@
-"""Shared mechanics of stream and queue workers (Powertools batch processing, partial failures).
+"""Shared mechanics of stream and queue workers: Lambda's partial batch responses, retries, dead letters.
 
 * Stream records arrive as plain dicts of their old and new images; a record whose handler raises is
   reported, so Lambda retries from it (handlers are idempotent).
@@ -14,17 +14,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    SqsFifoPartialProcessor,
-    process_partial_response,
-)
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from herald import aws, budgets
 from herald.clock import now_ms
@@ -48,20 +40,49 @@ class RetryLater(Exception):
         self.delay_s = delay_s
 
 
+@dataclass(frozen=True, slots=True)
+class QueueMessage:
+    """One SQS record as Lambda delivers it, reduced to what a worker reads."""
+
+    message_id: str
+    body: str
+    group_id: str
+    receipt_handle: str
+    receive_count: int
+    sent_ms: int
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> QueueMessage:
+        attributes = record.get("attributes") or {}
+        return cls(
+            message_id=str(record["messageId"]),
+            body=str(record.get("body", "")),
+            group_id=str(attributes.get("MessageGroupId") or ""),
+            receipt_handle=str(record.get("receiptHandle", "")),
+            receive_count=int(attributes.get("ApproximateReceiveCount") or 1),
+            sent_ms=int(attributes.get("SentTimestamp") or 0),
+        )
+
+
+def _failures(identifiers: list[str]) -> dict[str, Any]:
+    """Lambda's partial batch response (ReportBatchItemFailures): only these records come back."""
+    return {"batchItemFailures": [{"itemIdentifier": identifier} for identifier in identifiers]}
+
+
 def process_stream(event: dict[str, Any], context: Any, handle: StreamHandler) -> dict[str, Any]:
-    def record_handler(record: DynamoDBRecord) -> None:
-        images = record.raw_event.get("dynamodb", {})
+    """Records in shard order; the first that fails is reported and the rest wait for the retry.
+
+    Lambda resumes a stream batch from the lowest sequence number reported, so stopping there keeps each
+    shard's order (the records after it run again on the retry; handlers are idempotent)."""
+    for record in event.get("Records", []):
+        images = record.get("dynamodb", {})
         old, new = images.get("OldImage"), images.get("NewImage")
         try:
             handle(old or None, new or None)
         except Exception:
             logger.exception("stream record failed", sequence_number=images.get("SequenceNumber"))
-            raise
-
-    processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
-    return dict(
-        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
-    )
+            return _failures([str(images.get("SequenceNumber", ""))])
+    return _failures([])
 
 
 def backoff_seconds(receive_count: int) -> int:
@@ -71,69 +92,64 @@ def backoff_seconds(receive_count: int) -> int:
 def process_fifo(
     event: dict[str, Any],
     context: Any,
-    handle: Callable[[SQSRecord], None],
+    handle: Callable[[QueueMessage], None],
     *,
     queue_url: str,
     dead_letter_queue_url: str,
     lag_metric: str,
 ) -> dict[str, Any]:
     """`lag_metric` receives, per record, how long it waited in the queue (ms since it was first sent)."""
-    records = {r["messageId"]: r for r in event.get("Records", [])}
-    hidden_for: dict[str, int] = {}  # message id -> seconds, for each record whose handler failed
+    hidden_for: dict[str, int] = {}  # message id -> seconds, for each record that failed or was skipped
     group_hidden_for: dict[str, int] = {}  # message group -> seconds, set by its first failed record
-
-    def hide(record: SQSRecord, seconds: int) -> None:
-        hidden_for[record.message_id] = seconds
-        group_hidden_for.setdefault(record.attributes.message_group_id or "", seconds)
-
-    def record_handler(record: SQSRecord) -> None:
-        sent_ms = int(record.attributes.sent_timestamp or 0)
-        if sent_ms:
-            metrics.add_metric(name=lag_metric, unit="Milliseconds", value=max(0, now_ms() - sent_ms))
-        try:
-            handle(record)
-        except PermanentFailure as exc:
-            _dead_letter(record, str(exc), dead_letter_queue_url)
-        except budgets.OutOfTime as exc:
-            logger.info("queue message returned untried", message_id=record.message_id, reason=str(exc))
-            hide(record, 0)
-            raise
-        except RetryLater as exc:
-            logger.info("queue message deferred", message_id=record.message_id, reason=str(exc), delay_s=exc.delay_s)
-            hide(record, min(MAX_BACKOFF_SECONDS, max(1, math.ceil(exc.delay_s))))
-            raise
-        except Exception:
-            logger.warning("queue message failed; it will be retried", message_id=record.message_id, exc_info=True)
-            hide(record, backoff_seconds(int(record.attributes.approximate_receive_count or 1)))
-            raise
-
-    processor = SqsFifoPartialProcessor(skip_group_on_error=True)
-    processor.raise_on_entire_batch_failure = False  # report every failure, so each gets its backoff
+    failed: list[QueueMessage] = []
     with budgets.invocation(context.get_remaining_time_in_millis):
-        response: dict[str, Any] = dict(
-            process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
-        )
-    failures: list[dict[str, str]] = response.get("batchItemFailures", [])
-    for failure in failures:
-        raw = records[failure["itemIdentifier"]]
-        delay = hidden_for.get(raw["messageId"])
-        if delay is None:  # skipped behind a failure in its group: back together with it
-            delay = group_hidden_for.get(raw["attributes"].get("MessageGroupId", ""), 0)
+        for message in map(QueueMessage.from_record, event.get("Records", [])):
+            if message.group_id in group_hidden_for:  # behind a failure in its group: back together with it
+                hidden_for[message.message_id] = group_hidden_for[message.group_id]
+                failed.append(message)
+                continue
+            delay = _handle_one(message, handle, dead_letter_queue_url, lag_metric)
+            if delay is not None:
+                hidden_for[message.message_id] = group_hidden_for[message.group_id] = delay
+                failed.append(message)
+    for message in failed:
         aws.sqs().change_message_visibility(
-            QueueUrl=queue_url, ReceiptHandle=raw["receiptHandle"], VisibilityTimeout=delay
+            QueueUrl=queue_url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=hidden_for[message.message_id]
         )
-    return response
+    return _failures([message.message_id for message in failed])
 
 
-def _dead_letter(record: SQSRecord, reason: str, queue_url: str) -> None:
-    logger.error("message dead-lettered", message_id=record.message_id, reason=reason)
+def _handle_one(
+    message: QueueMessage, handle: Callable[[QueueMessage], None], dead_letter_queue_url: str, lag_metric: str
+) -> int | None:
+    """Runs one record; returns None when it is done with, or the seconds to hide it before it comes back."""
+    if message.sent_ms:
+        metrics.add_metric(name=lag_metric, unit="Milliseconds", value=max(0, now_ms() - message.sent_ms))
+    try:
+        handle(message)
+    except PermanentFailure as exc:
+        _dead_letter(message, str(exc), dead_letter_queue_url)
+    except budgets.OutOfTime as exc:
+        logger.info("queue message returned untried", message_id=message.message_id, reason=str(exc))
+        return 0
+    except RetryLater as exc:
+        logger.info("queue message deferred", message_id=message.message_id, reason=str(exc), delay_s=exc.delay_s)
+        return min(MAX_BACKOFF_SECONDS, max(1, math.ceil(exc.delay_s)))
+    except Exception:
+        logger.warning("queue message failed; it will be retried", message_id=message.message_id, exc_info=True)
+        return backoff_seconds(message.receive_count)
+    return None
+
+
+def _dead_letter(message: QueueMessage, reason: str, queue_url: str) -> None:
+    logger.error("message dead-lettered", message_id=message.message_id, reason=reason)
     aws.sqs().send_message(
         QueueUrl=queue_url,
-        MessageBody=record.body,
-        MessageGroupId=record.attributes.message_group_id or "default",
-        MessageDeduplicationId=record.message_id,
+        MessageBody=message.body,
+        MessageGroupId=message.group_id or "default",
+        MessageDeduplicationId=message.message_id,
         MessageAttributes={
             "failure_reason": {"DataType": "String", "StringValue": reason[:1000]},
-            "source_message_id": {"DataType": "String", "StringValue": record.message_id},
+            "source_message_id": {"DataType": "String", "StringValue": message.message_id},
         },
     )

@@ -130,8 +130,7 @@ class InMemoryTurnStore:
         return self.messages.get((app_code, session_id, message_id))
 
     def commit(self, change: Any, at_ms: int) -> list[Any]:
-        from herald.turns.models import SessionEvent
-        from herald.turns.service import StaleRead
+        from herald.turns.models import SessionEvent, StaleRead
 
         while self.before_commit:
             self.before_commit.pop(0)()
@@ -206,7 +205,7 @@ class InMemoryConfirmStore:
         return None if confirm_id is None else self.confirms[(app_code, confirm_id)]
 
     def transition(self, current: Any, new: Any) -> Any:
-        from herald.confirms.service import StaleConfirm
+        from herald.confirms.models import StaleConfirm
 
         while self.before_commit:
             self.before_commit.pop(0)()

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from herald.turns.models import TURN_TRANSITIONS, AgentTurns, Session, SessionStatus, TurnState
-from herald.turns.service import Change, TurnService
+from herald.turns.models import TURN_TRANSITIONS, AgentTurns, Change, Session, SessionStatus, TurnState
+from herald.turns.service import TurnService
 
 
 def reachable_from(start: TurnState) -> set[TurnState]:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from herald import budgets
 from herald.clock import Clock, now_ms
-from herald.confirms.models import BUTTONS, Confirm, ConfirmStatus, CustomMessage, SendResult
+from herald.confirms.models import BUTTONS, Confirm, ConfirmStatus, CustomMessage, Delivery, SendResult
 from herald.errors import DeliveryError
 
 IM_CONFIRM = "im_confirm"
@@ -66,21 +66,6 @@ def pushes_for(old: Confirm | None, new: Confirm) -> list[Push]:
     if new.status.terminal and (old is None or old.status != new.status):
         return [Push(new.app_code, new.confirm_id, IM_CONFIRM_UPDATE, str(new.status))]
     return []
-
-
-@dataclass(frozen=True)
-class Delivery:
-    app_code: str
-    confirm_id: str
-    key: str
-    msg_random: int
-    status: str  # pending | sent | failed
-    attempts: int = 0
-    sent_at_ms: int = 0
-    last_error: str = ""
-    last_error_at_ms: int = 0
-    msg_key: str = ""
-    sending_since_ms: int = 0  # set before a call to Tencent, cleared by its recorded outcome
 
 
 class DeliveryStore(Protocol):

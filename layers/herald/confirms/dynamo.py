@@ -19,9 +19,7 @@ from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from herald.confirms.delivery import Delivery
-from herald.confirms.models import Confirm, ConfirmStatus, SendResult
-from herald.confirms.service import StaleConfirm
+from herald.confirms.models import Confirm, ConfirmStatus, Delivery, SendResult, StaleConfirm
 from herald.tables import (
     Cancelled,
     Database,

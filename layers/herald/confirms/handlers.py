@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
 from herald.confirms.delivery import PermanentDeliveryFailure, Push, RetryableDeliveryFailure, pushes_for
 from herald.confirms.dynamo import confirm_from_image
 from herald.confirms.wiring import confirms, delivery, push_queue
 from herald.dynamo import Image
 from herald.observability import logger, metrics
-from herald.workers import PermanentFailure, RetryLater, backoff_seconds
+from herald.workers import PermanentFailure, QueueMessage, RetryLater, backoff_seconds
 
 
 def on_confirm_change(old: Image | None, new: Image | None) -> None:
@@ -24,7 +22,7 @@ def on_confirm_change(old: Image | None, new: Image | None) -> None:
         push_queue().publish(push, after.receiver_user_id)
 
 
-def on_im_push(record: SQSRecord) -> None:
+def on_im_push(record: QueueMessage) -> None:
     try:
         push = Push.from_message(json.loads(record.body))
     except (ValueError, KeyError, TypeError) as exc:

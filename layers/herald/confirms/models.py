@@ -171,3 +171,22 @@ class SendResult:
 
     msg_key: str
     msg_time: int
+
+
+class StaleConfirm(Exception):
+    """The confirm changed since it was read (a lost conditional write)."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    app_code: str
+    confirm_id: str
+    key: str
+    msg_random: int
+    status: str  # pending | sent | failed
+    attempts: int = 0
+    sent_at_ms: int = 0
+    last_error: str = ""
+    last_error_at_ms: int = 0
+    msg_key: str = ""
+    sending_since_ms: int = 0  # set before a call to Tencent, cleared by its recorded outcome

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from herald.clock import Clock, now_ms
-from herald.confirms.delivery import Delivery, DeliveryStore, Push
-from herald.confirms.models import Confirm
+from herald.confirms.delivery import DeliveryStore, Push
+from herald.confirms.models import Confirm, Delivery
 from herald.confirms.service import Confirms, ConfirmStore
 
 

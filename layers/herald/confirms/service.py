@@ -25,6 +25,7 @@ from herald.confirms.models import (
     ConfirmDraft,
     ConfirmStatus,
     OwnerFact,
+    StaleConfirm,
 )
 from herald.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, UpstreamError
 from herald.ids import new_id
@@ -36,10 +37,6 @@ MAX_BATCH = 100
 MAX_PAGE = 100
 MAX_REASON = 256
 _ATTEMPTS = 5
-
-
-class StaleConfirm(Exception):
-    """The confirm changed since it was read (a lost conditional write)."""
 
 
 class ConfirmStore(Protocol):

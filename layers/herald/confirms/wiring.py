@@ -1,13 +1,19 @@
 """The confirm services' parts. Businesses are registered here. A part imports what only it uses (the Tencent
-IM client, the invitations business), so a worker that never builds it never loads them (cold start)."""
+IM client, the invitations business, the click rules), so a worker that never builds it never loads them
+(cold start: the IM sender builds the delivery only)."""
 
-from herald.confirms.businesses import BusinessRegistry
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from herald.confirms.delivery import ConfirmDelivery
 from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
-from herald.confirms.operations import ConfirmOperations
-from herald.confirms.service import Confirms
 from herald.confirms.sqs import SqsPushQueue
 from herald.container import Container, part
+
+if TYPE_CHECKING:
+    from herald.confirms.operations import ConfirmOperations
+    from herald.confirms.service import Confirms
 
 
 @part
@@ -17,7 +23,9 @@ def confirm_store(c: Container) -> DynamoConfirmStore:
 
 @part
 def confirms(c: Container) -> Confirms:
+    from herald.confirms.businesses import BusinessRegistry
     from herald.confirms.role_invitation import RoleInvitationBusiness
+    from herald.confirms.service import Confirms
     from herald.invitations.wiring import invitations
 
     registry = BusinessRegistry([RoleInvitationBusiness(invitations(c))])
@@ -55,4 +63,6 @@ def delivery(c: Container) -> ConfirmDelivery:
 
 @part
 def confirm_operations(c: Container) -> ConfirmOperations:
+    from herald.confirms.operations import ConfirmOperations
+
     return ConfirmOperations(confirms(c), confirm_store(c), deliveries(c), push_queue(c), clock=c.clock)

@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
 from herald.dynamo import Image
 from herald.events.dispatch import NotYet, nudges_for
 from herald.events.dynamo import job_from_image
 from herald.events.wiring import dispatch_queue, dispatcher
 from herald.observability import logger
-from herald.workers import PermanentFailure, RetryLater
+from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
 
 def on_events_change(old: Image | None, new: Image | None) -> None:
@@ -23,7 +21,7 @@ def on_events_change(old: Image | None, new: Image | None) -> None:
         dispatch_queue().publish(nudge)
 
 
-def on_dispatch(record: SQSRecord, remaining_ms: Callable[[], int]) -> None:
+def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
     try:
         service_id = str(json.loads(record.body)["service_id"])
     except (ValueError, KeyError, TypeError) as exc:

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from herald.clock import Clock, now_ms
-from herald.confirms.delivery import Delivery
-from herald.confirms.models import Confirm
+from herald.confirms.models import Confirm, Delivery
 from herald.events.models import Job, JobStatus
 
 SCAN_LIMIT = 1000  # counted up to this many of each; an alarm fires long before

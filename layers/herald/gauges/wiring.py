@@ -4,7 +4,7 @@ from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
 from herald.container import Container, part
 from herald.events.dynamo import DynamoJobStore
 from herald.gauges.service import HealthGauges
-from herald.turns.wiring import turn_store
+from herald.turns.dynamo import DynamoTurnStore
 
 JANITOR_PERIOD_MS = 60_000
 
@@ -16,7 +16,7 @@ def health_gauges(c: Container) -> HealthGauges:
         DynamoJobStore(settings.events_table, dynamodb),
         DynamoConfirmStore(settings.confirms_table, dynamodb),
         DynamoDeliveryStore(settings.deliveries_table, dynamodb),
-        turn_store(c),
+        DynamoTurnStore(settings.turns_table, dynamodb),
         confirm_grace_ms=2 * JANITOR_PERIOD_MS,
         turn_grace_ms=settings.turns_janitor_grace_seconds * 1000 + 2 * JANITOR_PERIOD_MS,
     )

@@ -29,16 +29,17 @@ from herald.clock import now_ms
 from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, string_list
 from herald.turns.models import (
     AgentTurns,
+    Change,
     EventType,
     Message,
     QueuedMessage,
     Session,
     SessionEvent,
     SessionStatus,
+    StaleRead,
     Turn,
     TurnState,
 )
-from herald.turns.service import Change, StaleRead
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

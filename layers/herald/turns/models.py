@@ -249,3 +249,28 @@ class SessionEvent:
             "actor": self.actor,
             "data": dict(self.data),
         }
+
+
+class StaleRead(Exception):
+    """The session or the agent changed since they were read: decide again."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An event log entry to append; the store gives it the session's next sequence."""
+
+    type: EventType
+    actor: str
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one decision writes, all or nothing. The session's revision and sequence and the agent's
+    version, as read, are the conditions: the change lands only on the state it was decided from."""
+
+    session: Session
+    before: AgentTurns
+    after: AgentTurns
+    entries: tuple[Entry, ...]
+    message: Message | None = None

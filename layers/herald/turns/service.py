@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from herald.auth.models import Principal
 from herald.clock import Clock, now_ms
@@ -20,12 +20,15 @@ from herald.turns.models import (
     TURN_TRANSITIONS,
     AgentTurns,
     Arrival,
+    Change,
+    Entry,
     EventType,
     Message,
     QueuedMessage,
     Session,
     SessionEvent,
     SessionStatus,
+    StaleRead,
     Turn,
     TurnState,
 )
@@ -36,37 +39,12 @@ _COMMIT_ATTEMPTS = 40
 T = TypeVar("T")
 
 
-class StaleRead(Exception):
-    """The session or the agent changed since they were read: decide again."""
-
-
 @dataclass(frozen=True)
 class EngineCaller:
     """The engine service acting, and the tenant it acts for (one its key holds)."""
 
     service_id: str
     app_code: str
-
-
-@dataclass(frozen=True)
-class Entry:
-    """An event log entry to append; the store gives it the session's next sequence."""
-
-    type: EventType
-    actor: str
-    data: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Change:
-    """What one decision writes, all or nothing. The session's revision and sequence and the agent's
-    version, as read, are the conditions: the change lands only on the state it was decided from."""
-
-    session: Session
-    before: AgentTurns
-    after: AgentTurns
-    entries: tuple[Entry, ...]
-    message: Message | None = None
 
 
 class TurnStore(Protocol):

@@ -1,0 +1,104 @@
+"""Workers answer Lambda's partial batch protocol themselves: which records come back, when, and in what order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from herald import budgets, workers
+from herald.workers import PermanentFailure, QueueMessage, RetryLater, process_fifo, process_stream
+from tests.support.lambda_context import FakeLambdaContext
+
+
+class RecordingQueues:
+    """Stands in for the SQS client: what the worker hid and what it dead-lettered."""
+
+    def __init__(self) -> None:
+        self.hidden: dict[str, int] = {}
+        self.dead: list[dict[str, Any]] = []
+
+    def change_message_visibility(self, *, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int) -> None:
+        self.hidden[ReceiptHandle] = VisibilityTimeout
+
+    def send_message(self, **message: Any) -> None:
+        self.dead.append(message)
+
+
+@pytest.fixture
+def queues(monkeypatch: pytest.MonkeyPatch) -> RecordingQueues:
+    recorder = RecordingQueues()
+    monkeypatch.setattr(workers.aws, "sqs", lambda: recorder)
+    return recorder
+
+
+def sqs_record(message_id: str, group: str, receives: int = 1) -> dict[str, Any]:
+    attributes = {"MessageGroupId": group, "ApproximateReceiveCount": str(receives), "SentTimestamp": "0"}
+    return {"messageId": message_id, "receiptHandle": f"rh-{message_id}", "body": message_id, "attributes": attributes}
+
+
+def run_fifo(records: list[dict[str, Any]], outcome: dict[str, Exception]) -> tuple[dict[str, Any], list[str]]:
+    handled: list[str] = []
+
+    def handle(message: QueueMessage) -> None:
+        handled.append(message.body)
+        if message.message_id in outcome:
+            raise outcome[message.message_id]
+
+    response = process_fifo(
+        {"Records": records}, FakeLambdaContext(), handle, queue_url="q", dead_letter_queue_url="dlq", lag_metric="Lag"
+    )
+    return response, handled
+
+
+def test_a_failure_holds_back_the_rest_of_its_group_and_only_its_group(queues: RecordingQueues) -> None:
+    records = [sqs_record("a1", "a"), sqs_record("b1", "b"), sqs_record("a2", "a"), sqs_record("b2", "b")]
+    response, handled = run_fifo(records, {"a1": RuntimeError("provider down")})
+    assert handled == ["a1", "b1", "b2"]  # a2 is never tried ahead of a1
+    assert response == {"batchItemFailures": [{"itemIdentifier": "a1"}, {"itemIdentifier": "a2"}]}
+    assert queues.hidden == {"rh-a1": 2, "rh-a2": 2}  # back together, after a1's backoff
+
+
+def test_a_failed_record_is_hidden_for_a_backoff_grown_by_its_receives(queues: RecordingQueues) -> None:
+    response, _ = run_fifo([sqs_record("m", "g", receives=4)], {"m": RuntimeError("again")})
+    assert response["batchItemFailures"] == [{"itemIdentifier": "m"}]
+    assert queues.hidden == {"rh-m": 16}
+    run_fifo([sqs_record("n", "g", receives=30)], {"n": RuntimeError("again")})
+    assert queues.hidden["rh-n"] == workers.MAX_BACKOFF_SECONDS
+
+
+def test_retry_later_hides_for_the_delay_asked_and_out_of_time_for_none(queues: RecordingQueues) -> None:
+    records = [sqs_record("late", "a"), sqs_record("untried", "b")]
+    outcome: dict[str, Exception] = {"late": RetryLater("not yet", 2.2), "untried": budgets.OutOfTime("no time")}
+    response, _ = run_fifo(records, outcome)
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == ["late", "untried"]
+    assert queues.hidden == {"rh-late": 3, "rh-untried": 0}
+
+
+def test_a_permanent_failure_is_dead_lettered_with_its_reason_and_not_returned(queues: RecordingQueues) -> None:
+    response, handled = run_fifo([sqs_record("bad", "g"), sqs_record("next", "g")], {"bad": PermanentFailure("no")})
+    assert response == {"batchItemFailures": []} and handled == ["bad", "next"]  # the group goes on
+    (dead,) = queues.dead
+    assert (dead["QueueUrl"], dead["MessageBody"], dead["MessageGroupId"]) == ("dlq", "bad", "g")
+    assert dead["MessageAttributes"]["failure_reason"]["StringValue"] == "no"
+    assert queues.hidden == {}
+
+
+def stream_record(sequence: str) -> dict[str, Any]:
+    return {"dynamodb": {"SequenceNumber": sequence, "NewImage": {"pk": {"S": sequence}}}}
+
+
+def test_a_stream_batch_stops_at_its_first_failure_so_the_shard_keeps_its_order() -> None:
+    seen: list[str] = []
+
+    def handle(old: Any, new: Any) -> None:
+        seen.append(new["pk"]["S"])
+        if new["pk"]["S"] == "200":
+            raise RuntimeError("boom")
+
+    records = [stream_record(s) for s in ("100", "200", "300")]
+    assert process_stream({"Records": records}, FakeLambdaContext(), handle) == {
+        "batchItemFailures": [{"itemIdentifier": "200"}]
+    }
+    assert seen == ["100", "200"]  # 300 runs on the retry from 200, never before it
+    assert process_stream({"Records": records[:1]}, FakeLambdaContext(), handle) == {"batchItemFailures": []}
