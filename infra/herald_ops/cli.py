@@ -1,7 +1,8 @@
 """`herald-ops`: what an operator runs against a deployed stack (`--stack NAME`) or the local cloud.
 
     herald-ops keys create|list|rotate|revoke      service keys
-    herald-ops events blocked|unknown|resolve      external events a failed or UNKNOWN job holds up
+    herald-ops events blocked|unknown|resolve      external events a failed or UNKNOWN job holds up (Herald settles
+                                                  an UNKNOWN one itself where Feishu makes it provable)
     herald-ops dlq list|peek|redrive|purge         dead-letter queues
     herald-ops confirms stuck|repair               confirms the janitor could not settle
     herald-ops preflight --stack NAME              what a deploy still needs
@@ -195,7 +196,11 @@ def events_blocked(**where: Any) -> int:
     return _blocked(False, where)
 
 
-@events.command("unknown", help="jobs whose side effect may or may not have happened (check Feishu, then resolve)")
+@events.command(
+    "unknown",
+    help="jobs whose side effect may or may not have happened: those Herald still settles (next_heal_at_ms) and "
+    "those it left to you (awaiting_operator), with its evidence (check Feishu, then resolve)",
+)
 @stack_options
 def events_unknown(**where: Any) -> int:
     return _blocked(True, where)

@@ -94,6 +94,9 @@ class Settings:
     tencent_im_secret_key: Secret | None = None
     tencent_im_secret_key_parameter: str | None = None
     im_push_max_attempts: int = budgets.IM_PUSH_MAX_ATTEMPTS  # then the push is dead-lettered with its reason
+    # How long Tencent IM keeps C2C roaming history (7 days unless the app bought more): a push whose earlier
+    # send's answer was lost is settled from that history, so only within it.
+    tencent_im_history_days: int = 7
 
     # External events (CONTRACTS §3) and Feishu. The app secret comes from SSM in AWS, or directly locally.
     events_lease_ms: int = budgets.EVENTS_LEASE_MS  # longer than the worker's Timeout: a live worker keeps its claim
@@ -102,6 +105,14 @@ class Settings:
     events_reserve_ms: int = budgets.EVENTS_RESERVE_MS  # no job is claimed with less Lambda time left than this
     events_retention_seconds: int = 7 * 86400  # completed jobs (the dedup window)
     events_unknown_ttl_seconds: int = 0  # UNKNOWN and failed jobs; 0 keeps them until an operator handles them
+    events_heal_attempts: int = (
+        6  # tries at settling an UNKNOWN job (backoff from events_retry_base_ms), then an operator
+    )
+    # How long after a job's first send a resend with its uuid is still deduplicated by Feishu (its rule: one
+    # hour; Herald keeps five minutes for clocks). Tests shorten it; raising it past Feishu's hour risks a
+    # second card.
+    events_send_dedup_window_seconds: int = 55 * 60
+    events_janitor_grace_seconds: int = 120  # a side effect left this long past its time is nudged by the janitor
     feishu_base_url: str = "https://open.feishu.cn"
     feishu_app_id: str = ""
     feishu_app_secret: Secret | None = None

@@ -22,6 +22,7 @@ from tests.support.clock import FakeClock, controlled_clock
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token
+from tests.support.waiting import eventually
 
 LEASE_MS = 1500
 
@@ -194,3 +195,33 @@ def test_a_send_that_never_reached_tencent_is_sent_on_retry_after_the_history_ch
     time.sleep(2.2)
     pipeline.drain()
     assert [m["data"]["type"] for m in fake_im.messages] == ["im_confirm"]
+
+
+def test_a_push_whose_lost_send_is_older_than_tencents_history_is_dead_lettered_not_sent_again(
+    api: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm, clock: FakeClock
+) -> None:
+    """Tencent keeps C2C history 7 days (Herald's `tencent_im_history_days`), and MsgRandom only deduplicates
+    within the same second: a push whose earlier send went unanswered longer ago than that cannot be
+    settled from history, so it is not sent again (it might arrive twice); it is dead-lettered with why."""
+    import boto3
+
+    fake_im.queue_faults({"status": 502})  # no answer: Tencent may or may not have it
+    invite_response = api.post(
+        "/api/v1/role-invitations",
+        json={"invitation_type": "bd", "target_user_id": TARGET},
+        headers={"Authorization": f"Bearer {make_token('10001')}"},
+    )
+    assert invite_response.status_code == 200
+    pipeline.pump_streams()
+    pipeline.pump_queue()
+    clock.advance(7 * 86_400_000 + 1)  # the push comes back (a redrive) after Tencent's history has moved on
+
+    def came_back() -> None:
+        assert pipeline.pump_queue() == 1  # visible again once its backoff ends
+
+    eventually(came_back, timeout=10)
+    pipeline.drain()
+    assert fake_im.messages == []  # never sent a second time
+    dlq = pipeline.stack.resolve({"Ref": "ImPushDeadLetters"})
+    (dead,) = boto3.client("sqs").receive_message(QueueUrl=dlq, MessageAttributeNames=["All"])["Messages"]
+    assert "history no longer reaches back" in dead["MessageAttributes"]["failure_reason"]["StringValue"]

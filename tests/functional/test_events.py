@@ -23,6 +23,7 @@ from herald.events.models import ExternalEvent, JobStatus, Target
 from herald.events.wiring import job_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.sqs_source import sqs_record
+from tests.conftest import clear_herald_caches
 from tests.support.events import EventsPipeline
 from tests.support.lambda_context import FakeLambdaContext
 
@@ -56,6 +57,13 @@ def event_data(**data: Any) -> dict[str, Any]:
 @pytest.fixture
 def partner(api: TestClient, service_keys: ServiceKeys) -> Partner:
     return Partner(api, service_keys, "scheduler", ["chat_id:oc_ops", "chat_id:oc_other"])
+
+
+@pytest.fixture
+def past_the_uuid_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Feishu's uuid window is taken as already closed: an UNKNOWN job is left to an operator at once."""
+    monkeypatch.setenv("HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS", "0")
+    clear_herald_caches()
 
 
 def titles(feishu: FakeFeishu, receive_id: str = "oc_ops") -> list[str]:
@@ -212,8 +220,33 @@ def test_transient_failures_before_delivery_are_retried_and_bounded(
     assert third is not None and third.status is JobStatus.FAILED and "gave up after 5 attempts" in third.last_error
 
 
-def test_send_interrupted_after_the_mark_is_unknown_and_blocks_until_resolved(
+def test_send_answered_500_after_it_arrived_is_unknown_then_settled_by_a_resend_with_its_uuid(
     partner: Partner, events: EventsPipeline, feishu: FakeFeishu, api: TestClient, service_keys: ServiceKeys
+) -> None:
+    other = Partner(api, service_keys, "billing", ["chat_id:oc_billing"])
+    feishu.queue_faults({"op": "send", "after_send": True})
+    for n in range(3):
+        partner.accept(f"e{n}", title=f"event {n}")
+    other.accept("b1", title="billing", target={"receive_id": "oc_billing", "receive_id_type": "chat_id"})
+    events.drain()
+    assert job_statuses("scheduler") == ["unknown", "queued", "queued"]  # its message comes back after a backoff
+    assert titles(feishu, "oc_billing") == ["billing"]  # only its own service waits
+    events.release_deferred()
+    events.drain()
+    assert titles(feishu) == ["event 0", "event 1", "event 2"]  # the resend was the same message
+    assert job_statuses("scheduler") == ["succeeded"] * 3
+    first = job_store().job("scheduler", 1)
+    assert first is not None and first.message_id == feishu.log[0]["message_id"]
+    assert first.resolutions[-1]["by"] == "herald" and first.evidence
+
+
+def test_send_interrupted_after_the_mark_past_the_uuid_window_blocks_until_an_operator_resolves_it(
+    partner: Partner,
+    events: EventsPipeline,
+    feishu: FakeFeishu,
+    api: TestClient,
+    service_keys: ServiceKeys,
+    past_the_uuid_window: None,
 ) -> None:
     other = Partner(api, service_keys, "billing", ["chat_id:oc_billing"])
     feishu.queue_faults({"op": "send", "after_send": True})
@@ -235,7 +268,7 @@ def test_send_interrupted_after_the_mark_is_unknown_and_blocks_until_resolved(
 
 
 def test_unknown_resolved_as_sent_records_the_message_and_later_revisions_update_it(
-    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, past_the_uuid_window: None
 ) -> None:
     feishu.queue_faults({"op": "send", "after_send": True})
     partner.accept("e1", event_id="job-7", revision=1, title="r1")
@@ -251,7 +284,7 @@ def test_unknown_resolved_as_sent_records_the_message_and_later_revisions_update
     ]
 
 
-def test_worker_dying_after_the_mark_leaves_unknown_and_before_it_runs_again(
+def test_worker_dying_before_the_mark_runs_again_and_after_it_is_settled_by_the_next_drain(
     partner: Partner, events: EventsPipeline, feishu: FakeFeishu
 ) -> None:
     partner.accept("e1", title="one")
@@ -269,8 +302,9 @@ def test_worker_dying_after_the_mark_leaves_unknown_and_before_it_runs_again(
     assert marked.marked_at_ms
     events.drain()
     third = store.job("scheduler", 3)
-    assert third is not None and third.status is JobStatus.UNKNOWN and "interrupted" in third.last_error
-    assert titles(feishu) == ["one", "two"]
+    assert third is not None and third.status is JobStatus.SUCCEEDED and "interrupted" in third.evidence[0]
+    assert titles(feishu) == ["one", "two", "three"]
+    assert third.resolutions[-1]["by"] == "herald"
 
 
 def test_job_whose_target_was_removed_before_delivery_is_not_delivered_and_does_not_block(
@@ -288,7 +322,7 @@ def test_job_whose_target_was_removed_before_delivery_is_not_delivered_and_does_
 
 
 def test_redriven_old_dispatch_message_neither_resends_nor_reorders(
-    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, past_the_uuid_window: None
 ) -> None:
     for n in range(3):
         partner.accept(f"e{n}", title=f"event {n}")
@@ -362,7 +396,7 @@ def test_job_committed_between_the_dispatchers_reads_is_delivered_not_skipped(
 
 
 def test_finished_jobs_and_their_dedup_records_expire_after_7_days_and_unknown_ones_are_kept(
-    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, aws: StackTemplate
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, aws: StackTemplate, past_the_uuid_window: None
 ) -> None:
     feishu.queue_faults({"op": "send", "after_send": True})
     partner.accept("e1", title="unknown")

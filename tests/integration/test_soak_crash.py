@@ -22,3 +22,6 @@ def test_sigkill_and_restart_under_load_loses_nothing_and_doubles_nothing() -> N
     print(json.dumps(report, indent=2))
     assert report["killed_at_s"] and report["transport_errors"] > 0  # it did go down under load
     assert healthy(report), report["audit"]
+    # A side effect the kill interrupted is settled by Herald (a resend with its uuid inside Feishu's window):
+    # the runbook is for what cannot be known, and nothing here was past the window.
+    assert report["audit"]["unknown_resolved_by_operator"] == 0, report["audit"]

@@ -338,26 +338,36 @@ class LoadRun:
         while True:
             await self._resolve_unknown_jobs(client)
             result = await self._count(client)
+            result["unknown_healed_by_herald"] = await asyncio.to_thread(self._healed_by_herald)
             result["unknown_resolved_by_operator"] = self.unknown_resolved
             if result["lost"] == 0 or time.monotonic() > deadline:
                 return result
             await asyncio.sleep(1)
 
-    async def _resolve_unknown_jobs(self, client: httpx.AsyncClient) -> None:
-        """The operator's runbook for an UNKNOWN job (a crash between marking a send and recording it): look
-        in Feishu for the card; found, record it as sent with its message id; not found, requeue it."""
-        from herald.events.dispatch import DispatchPolicy
+    def _job_store(self) -> Any:
         from herald.events.dynamo import DynamoJobStore
+
+        return DynamoJobStore(self.resources["ExternalEventsTable"]["Ref"], self.dynamodb)
+
+    def _healed_by_herald(self) -> int:
+        """UNKNOWN jobs of this run Herald settled itself (a resolution by `herald` on the job)."""
+        store, service_id = self._job_store(), f"load-{self.run_id}"
+        jobs = (store.job(service_id, seq) for seq in range(1, store.head(service_id).next_seq + 1))
+        return sum(1 for job in jobs if job and any(r.get("by") == "herald" for r in job.resolutions))
+
+    async def _resolve_unknown_jobs(self, client: httpx.AsyncClient) -> None:
+        """The operator's runbook for an UNKNOWN job Herald left to one (past Feishu's uuid window, or out of
+        tries): look in Feishu for the card; found, record it as sent with its message id; not found, requeue
+        it. Jobs Herald is still settling are left to it."""
+        from herald.events.dispatch import DispatchPolicy
         from herald.events.models import JobStatus
         from herald.events.operations import EventOperations
 
-        operations = EventOperations(
-            DynamoJobStore(self.resources["ExternalEventsTable"]["Ref"], self.dynamodb), DispatchPolicy()
-        )
+        operations = EventOperations(self._job_store(), DispatchPolicy())
         blocked = [
             job
             for job, _ in await asyncio.to_thread(operations.blocked)
-            if job.service_id == f"load-{self.run_id}" and job.status is JobStatus.UNKNOWN
+            if job.service_id == f"load-{self.run_id}" and job.status is JobStatus.UNKNOWN and job.awaiting_operator
         ]
         if not blocked:
             return

@@ -283,6 +283,15 @@ class InMemoryJobStore:
     def blocked(self) -> list[Any]:
         return sorted((j for j in self.jobs.values() if j.status.blocking), key=lambda j: j.blocked_at_ms)
 
+    def in_flight_until(self, before_ms: int) -> list[Any]:
+        from herald.events.models import JobStatus
+
+        return [
+            j
+            for j in self.jobs.values()
+            if j.status is JobStatus.RUNNING and j.marked_at_ms and j.lock_until_ms < before_ms
+        ]
+
     # writes
     def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
         self._hook("advance")
@@ -328,7 +337,27 @@ class InMemoryJobStore:
         )
 
     def mark(self, job: Any, now: int) -> Any:
-        return self._write("mark", job, self._by_attempt(job), marked_at_ms=now)
+        first = job.first_marked_at_ms or now
+        return self._write("mark", job, self._by_attempt(job), marked_at_ms=now, first_marked_at_ms=first)
+
+    def settle(self, job: Any, attempt_id: str, lease_until_ms: int, now: int) -> Any:
+        from herald.events.models import JobStatus
+
+        def still(current: Any) -> bool:
+            as_read = (current.status, current.generation, current.next_heal_at_ms)
+            return bool(as_read == (JobStatus.UNKNOWN, job.generation, job.next_heal_at_ms))
+
+        return self._write(
+            "settle",
+            job,
+            still,
+            status=JobStatus.RUNNING,
+            attempt_id=attempt_id,
+            lock_until_ms=lease_until_ms,
+            marked_at_ms=now,
+            heals=job.heals + 1,
+            next_heal_at_ms=0,
+        )
 
     def retry(self, job: Any, error: str, next_attempt_at_ms: int, now: int) -> None:
         from herald.events.models import JobStatus
@@ -344,11 +373,28 @@ class InMemoryJobStore:
             marked_at_ms=0,
         )
 
-    def block(self, job: Any, status: Any, reason: str, now: int, expires_at_ms: int | None) -> None:
-        self._write("block", job, self._by_attempt(job), status=status, last_error=reason, blocked_at_ms=now)
+    def block(
+        self, job: Any, status: Any, reason: str, now: int, expires_at_ms: int | None, heal_at_ms: int = 0
+    ) -> None:
+        from herald.events.models import JobStatus
+
+        evidence = (*job.evidence, f"{now}: {reason}") if status is JobStatus.UNKNOWN else job.evidence
+        blocked_at = job.blocked_at_ms if job.heals else now
+        self._write(
+            "block", job, self._by_attempt(job), status=status, last_error=reason, blocked_at_ms=blocked_at,
+            next_heal_at_ms=heal_at_ms, evidence=evidence, lock_until_ms=0,
+        )  # fmt: skip
 
     def complete(
-        self, job: Any, status: Any, outcome: str, message_id: str, now: int, expires_at_ms: int, card: Any
+        self,
+        job: Any,
+        status: Any,
+        outcome: str,
+        message_id: str,
+        now: int,
+        expires_at_ms: int,
+        card: Any,
+        resolution: dict[str, Any] | None = None,
     ) -> None:
         from herald.events.models import StaleJob
 
@@ -359,9 +405,10 @@ class InMemoryJobStore:
             current = self.cards.get((card.service_id, card.card_id, card.target.key))
             if (current.revision if current else None) != card.expected_revision:
                 raise StaleJob(f"card {card.card_id} changed")
+        resolutions = job.resolutions if resolution is None else (*job.resolutions, resolution)
         self._write(
             "complete", job, self._by_attempt(job), status=status, outcome=outcome, message_id=message_id,
-            finished_at_ms=now,
+            finished_at_ms=now, resolutions=resolutions, next_heal_at_ms=0,
         )  # fmt: skip
         self.heads[job.service_id] = dataclasses.replace(head, done_seq=job.seq)
         if card is not None:
@@ -395,4 +442,6 @@ class InMemoryJobStore:
             marked_at_ms=0,
             lock_until_ms=0,
             next_attempt_at_ms=0,
+            heals=0,
+            next_heal_at_ms=0,
         )

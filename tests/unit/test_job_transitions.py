@@ -27,9 +27,14 @@ def test_only_finished_jobs_go_nowhere() -> None:
 
 def test_a_blocked_job_goes_back_to_the_queue_or_ends_and_only_an_unknown_one_may_count_as_sent() -> None:
     for status in (JobStatus.FAILED, JobStatus.UNKNOWN):
-        assert JobStatus.QUEUED in JOB_TRANSITIONS[status] and JobStatus.RUNNING not in JOB_TRANSITIONS[status]
+        assert JobStatus.QUEUED in JOB_TRANSITIONS[status]
     assert JobStatus.SUCCEEDED in JOB_TRANSITIONS[JobStatus.UNKNOWN]
     assert JobStatus.SUCCEEDED not in JOB_TRANSITIONS[JobStatus.FAILED]
+
+
+def test_only_an_unknown_job_is_taken_back_to_running_to_be_settled_a_failed_one_never() -> None:
+    assert JobStatus.RUNNING in JOB_TRANSITIONS[JobStatus.UNKNOWN]
+    assert JobStatus.RUNNING not in JOB_TRANSITIONS[JobStatus.FAILED]
 
 
 def test_every_job_reaches_the_end_from_wherever_it_is() -> None:

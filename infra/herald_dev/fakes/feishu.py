@@ -2,7 +2,8 @@
 
 It checks what the real one checks for the three calls Herald makes — app credentials for the token, the
 bearer token, `receive_id_type`, an `interactive` message whose `content` is a JSON string, a PATCH only of a
-message it sent (and only of a shared card, `update_multi`) — and honours `uuid` (one message per uuid).
+message it sent (and only of a shared card, `update_multi`) — and honours `uuid` as Feishu documents it: at
+most one message per uuid within an hour (`uuid_window_s`), a resend answered with the message it sent.
 Every card it accepts is recorded with its revisions, so tests can check order and count, and `make dev`
 shows them arriving (log lines, and a page at its root).
 
@@ -10,6 +11,9 @@ Faults (tests): POST /__fake/faults with a list; each answers one matching reque
   {"op": "send"|"update"|"token", "status": 503}                 HTTP error, nothing done
   {"op": "send", "code": 99991400}                               Feishu error code, nothing done
   {"op": "send", "after_send": true}                             the message IS sent, then HTTP 500 (unknown)
+  {"op": "send", "after_send": true, "answer": {"msg": "x"}}     ... answered with this JSON (no code) instead
+  {"op": "send"|"update", "hang": 6.0}                           done, but answered only after that many seconds
+                                                                 (past the client's timeout: never answered)
 and POST /__fake/chaos {"rate": 0.2, "seed": 7} answers that share of sends/updates with a rate limit (nothing
 done). GET /__fake/messages, GET /__fake/stats (token requests, sends, updates), DELETE /__fake/messages.
 """
@@ -45,15 +49,17 @@ class FakeFeishu(LoopbackFake):
         app_secret: str = "fake-feishu-secret",  # noqa: S107 - a fake's own secret
         port: int = 0,
         token_ttl_s: int = 7200,
+        uuid_window_s: float = 3600.0,
     ) -> None:
         self.app_id = app_id
+        self.uuid_window_s = uuid_window_s
         self.app_secret = app_secret
         self.token_ttl_s = token_ttl_s
         self.messages: dict[str, dict[str, Any]] = {}  # message_id -> message (with its content history)
         self.log: list[dict[str, Any]] = []  # every accepted send/update, in arrival order
         self.stats = {"token_requests": 0, "sends": 0, "updates": 0, "refused": 0}
         self._tokens: dict[str, float] = {}
-        self._uuids: dict[str, str] = {}
+        self._uuids: dict[str, tuple[str, float]] = {}  # uuid -> (message id, when it was sent)
         self._faults: deque[dict[str, Any]] = deque()
         self._chaos: tuple[float, random.Random] | None = None
         super().__init__(port)
@@ -166,14 +172,15 @@ class FakeFeishu(LoopbackFake):
         if isinstance(card, str):
             return _error(230001, card)
         fault = self._take_fault("send")
-        if fault is not None and not fault.get("after_send"):
+        if fault is not None and not fault.get("after_send") and not fault.get("hang"):
             with self._lock:
                 self.stats["refused"] += 1
             return _error(int(fault.get("code", 99991400)), "injected failure", int(fault.get("status", 400)))
         uuid = str(body.get("uuid") or "")
         with self._lock:
-            if uuid and uuid in self._uuids:
-                return 200, {"code": 0, "msg": "success", "data": {"message_id": self._uuids[uuid]}}, _JSON
+            first = self._uuids.get(uuid) if uuid else None
+            if first is not None and time.time() - first[1] < self.uuid_window_s:
+                return 200, {"code": 0, "msg": "success", "data": {"message_id": first[0]}}, _JSON
             message_id = f"om_{secrets.token_hex(16)}"
             message = {
                 "message_id": message_id,
@@ -184,13 +191,22 @@ class FakeFeishu(LoopbackFake):
             }
             self.messages[message_id] = message
             if uuid:
-                self._uuids[uuid] = message_id
+                self._uuids[uuid] = (message_id, time.time())
             self.stats["sends"] += 1
             self.log.append({"op": "send", **self._summary(message, card)})
         log.info("Feishu card -> %s %s: %s", receive_id_type, body["receive_id"], self._title(card))
-        if fault is not None:
+        return self._answer(fault, {"code": 0, "msg": "success", "data": {"message_id": message_id}})
+
+    @staticmethod
+    def _answer(fault: dict[str, Any] | None, done: dict[str, Any]) -> Response:
+        """The answer to a write Feishu did: as it should be, or as a fault has it (late, or a 500)."""
+        if fault is not None and fault.get("hang"):
+            time.sleep(float(fault["hang"]))
+        elif fault is not None and "answer" in fault:
+            return 500, fault["answer"], _JSON
+        elif fault is not None:
             return 500, "internal error", "text/plain"
-        return 200, {"code": 0, "msg": "success", "data": {"message_id": message_id}}, _JSON
+        return 200, done, _JSON
 
     def _update(self, request: Request) -> Response:
         message_id = request.path.rsplit("/", 1)[-1]
@@ -204,7 +220,7 @@ class FakeFeishu(LoopbackFake):
         if not all(c.get("config", {}).get("update_multi") for c in (message["cards"][0], card)):
             return _error(230099, "only shared cards (config.update_multi) can be updated")
         fault = self._take_fault("update")
-        if fault is not None and not fault.get("after_send"):
+        if fault is not None and not fault.get("after_send") and not fault.get("hang"):
             with self._lock:
                 self.stats["refused"] += 1
             return _error(int(fault.get("code", 99991400)), "injected failure", int(fault.get("status", 400)))
@@ -213,9 +229,7 @@ class FakeFeishu(LoopbackFake):
             self.stats["updates"] += 1
             self.log.append({"op": "update", **self._summary(message, card)})
         log.info("Feishu card updated %s: %s", message_id, self._title(card))
-        if fault is not None:
-            return 500, "internal error", "text/plain"
-        return 200, {"code": 0, "msg": "success", "data": {}}, _JSON
+        return self._answer(fault, {"code": 0, "msg": "success", "data": {}})
 
     @staticmethod
     def _title(card: dict[str, Any]) -> str:

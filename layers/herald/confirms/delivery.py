@@ -145,13 +145,20 @@ class ConfirmDelivery:
     fail before any call (the template's maxReceiveCount leaves room for both)."""
 
     def __init__(
-        self, confirms: Any, deliveries: DeliveryStore, im: ImSender, max_attempts: int, clock: Clock = now_ms
+        self,
+        confirms: Any,
+        deliveries: DeliveryStore,
+        im: ImSender,
+        max_attempts: int,
+        clock: Clock = now_ms,
+        history_ms: int = 7 * 86_400_000,
     ) -> None:
         self._confirms = confirms  # a ConfirmStore (only `get` is used)
         self._deliveries = deliveries
         self._im = im
         self._max_attempts = max_attempts
         self._clock = clock
+        self._history_ms = history_ms  # how far back Tencent's roaming history reaches
 
     def deliver(self, push: Push) -> Delivery:
         confirm: Confirm | None = self._confirms.get(push.app_code, push.confirm_id)
@@ -165,7 +172,14 @@ class ConfirmDelivery:
         try:
             if delivery.sending_since_ms:
                 # An earlier call's answer was lost (the sender died, or no answer came): Tencent may have the
-                # message. Its history, not a second send, says so.
+                # message. Its history, not a second send, says so; MsgRandom only deduplicates sends within
+                # the same second, so history is the only proof, and only while Tencent keeps it.
+                if self._clock() - delivery.sending_since_ms > self._history_ms:
+                    raise PermanentDeliveryFailure(
+                        f"an earlier send (at {delivery.sending_since_ms} ms) may have arrived, and Tencent IM's "
+                        f"history no longer reaches back to it ({self._history_ms // 86_400_000} days): not sent "
+                        "again; look in the conversation, then redrive or drop the push"
+                    )
                 found = self._im.find_sent(
                     confirm.sender_user_id,
                     confirm.receiver_user_id,

@@ -57,7 +57,12 @@ def delivery(c: Container) -> ConfirmDelivery:
         ),
     )
     return ConfirmDelivery(
-        confirm_store(c), deliveries(c), im, max_attempts=settings.im_push_max_attempts, clock=c.clock
+        confirm_store(c),
+        deliveries(c),
+        im,
+        max_attempts=settings.im_push_max_attempts,
+        clock=c.clock,
+        history_ms=settings.tencent_im_history_days * 86_400_000,
     )
 
 

@@ -6,7 +6,19 @@ message can neither run a later job early nor run a finished one again.
 
 A side effect is marked on the job before the first external write. Before the mark a failure is retried
 with backoff (bounded, then the job fails); after it, only an answer from the provider that it did not act
-sends the job back; anything else (no answer, a crash) leaves the job `unknown` for an operator.
+sends the job back; anything else (no answer, a crash) leaves the job `unknown`, and the service waits.
+
+An unknown job is settled by Herald wherever Feishu's own rules make a second try provably harmless (the
+evidence of each try is kept on the job; docs/feishu-side-effects.md cites the rules):
+
+* a card **send** carries the job's `uuid`, and Feishu sends at most one message per uuid within an hour: a
+  resend inside that window (counted from the job's first mark, less a margin for clocks) cannot deliver a
+  second card, and its answer names the message, so the card mapping gets Feishu's message id;
+* a card **update** writes the whole card of the job's revision to the message; the service is blocked
+  behind the job, so no later revision can have reached that message: writing it again is harmless.
+
+A bounded number of tries with backoff; then, or past the window, or when Feishu refuses in a way that proves
+nothing about the first try, the job waits for an operator (`awaiting_operator`).
 """
 
 from __future__ import annotations
@@ -36,6 +48,10 @@ from herald.events.models import (
 )
 
 MAX_BACKOFF_MS = 300_000
+# Feishu im/v1/messages create: "requests holding the same uuid succeed in sending at most one message
+# within 1 hour" (持有相同uuid的请求1小时内至多成功发送一条消息).
+FEISHU_UUID_WINDOW_MS = 3_600_000
+UUID_WINDOW_MARGIN_MS = 300_000  # Herald's clock and Feishu's may disagree by this much
 
 
 class DispatchStore(Protocol):
@@ -51,11 +67,21 @@ class DispatchStore(Protocol):
 
     def claim(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job: ...
 
-    def mark(self, job: Job, now: int) -> Job: ...
+    def mark(self, job: Job, now: int) -> Job:
+        """Record that the side effect may start now (and, the first time, when the first one may have)."""
+        ...
 
     def retry(self, job: Job, error: str, next_attempt_at_ms: int, now: int) -> None: ...
 
-    def block(self, job: Job, status: JobStatus, reason: str, now: int, expires_at_ms: int | None) -> None: ...
+    def block(
+        self, job: Job, status: JobStatus, reason: str, now: int, expires_at_ms: int | None, heal_at_ms: int = 0
+    ) -> None:
+        """Block the running job; an unknown one keeps `reason` in its evidence, and `heal_at_ms` (0: none)."""
+        ...
+
+    def settle(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job:
+        """Take the unknown job back to running, marked, for one try at settling it (StaleJob if it moved)."""
+        ...
 
     def complete(
         self,
@@ -66,6 +92,7 @@ class DispatchStore(Protocol):
         now: int,
         expires_at_ms: int,
         card: CardWrite | None,
+        resolution: dict[str, Any] | None = None,
     ) -> None: ...
 
     def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
@@ -93,6 +120,8 @@ class DispatchPolicy:
     reserve_ms: int = budgets.EVENTS_RESERVE_MS
     retention_ms: int = 7 * 86_400_000
     unknown_ttl_ms: int = 0  # 0: blocked jobs stay until an operator handles them
+    heal_attempts: int = 6  # tries at settling an unknown job, before an operator decides
+    send_dedup_window_ms: int = FEISHU_UUID_WINDOW_MS - UUID_WINDOW_MARGIN_MS
 
     def backoff_ms(self, attempts: int) -> int:
         return int(min(self.retry_base_ms * 2 ** max(0, attempts - 1), MAX_BACKOFF_MS))
@@ -215,17 +244,21 @@ class EventDispatcher:
                 self._store.advance(service_id, done, seq)
                 done = seq
                 continue
-            if job.status.blocking:
+            if job.awaiting_operator:
                 return DrainResult.BLOCKED
             now = self._clock()
+            if job.status is JobStatus.UNKNOWN and job.next_heal_at_ms > now:
+                raise NotYet(f"job {job.job_id} is being settled; next try later", job.next_heal_at_ms - now)
             if job.status is JobStatus.RUNNING:
                 if job.lock_until_ms > now:
                     raise NotYet(f"job {job.job_id} is held by another worker", job.lock_until_ms - now)
                 if job.marked_at_ms:
-                    self._block(job, JobStatus.UNKNOWN, "interrupted after its side effect was marked")
-                    return DrainResult.BLOCKED
+                    self._unknown(
+                        job, "interrupted after its side effect was marked (its worker died or ran out of time)"
+                    )
+                    continue  # read it again: to be settled now, or left to an operator
                 # Interrupted before the mark: nothing reached the provider, so it simply runs again.
-            elif job.next_attempt_at_ms > now:
+            elif job.status is JobStatus.QUEUED and job.next_attempt_at_ms > now:
                 raise NotYet(f"job {job.job_id} waits for its retry", job.next_attempt_at_ms - now)
             left = remaining_ms()
             if left < self._policy.reserve_ms:
@@ -234,11 +267,19 @@ class EventDispatcher:
                 self._nudge(Nudge(service_id, done, "continue"))
                 return DrainResult.PAUSED
             _require_move(job, JobStatus.RUNNING)
-            try:
-                claimed = self._store.claim(job, secrets.token_hex(8), now + self._policy.lease_ms, now)
+            attempt, lease = secrets.token_hex(8), now + self._policy.lease_ms
+            settling = job.status is JobStatus.UNKNOWN
+            current, decision = self._decision(job) if settling else (None, CardDecision.SEND)
+            try:  # the attempt's first write: lost to another worker (or an operator), the job is read again
+                claimed = (
+                    self._store.settle(job, attempt, lease, now)
+                    if settling
+                    else self._store.claim(job, attempt, lease, now)
+                )
             except StaleJob:
                 continue
-            if not self._run(claimed, allowed):
+            finished = self._settle(claimed, allowed, current, decision) if settling else self._run(claimed, allowed)
+            if not finished:
                 return DrainResult.BLOCKED
             done = seq
 
@@ -248,20 +289,12 @@ class EventDispatcher:
         event = job.event
         if event.target.key not in allowed:
             return self._complete(job, JobStatus.REJECTED, "target_not_allowed", "", None)
-        current: CardMessage | None = None
-        decision = CardDecision.SEND
-        if event.card_id is not None and event.revision is not None:
-            current = self._store.card(job.service_id, event.card_id, event.target)
-            decision = decide_card(current, event.revision, job.content_hash)
-            if decision in (CardDecision.STALE, CardDecision.SAME):
-                message_id = current.message_id if current else ""
-                return self._complete(job, JobStatus.SUCCEEDED, str(decision), message_id, None)
-            if decision is CardDecision.CONFLICT:
-                return self._block(
-                    job,
-                    JobStatus.FAILED,
-                    f"revision {event.revision} of card {event.card_id} was already delivered with other content",
-                )
+        current, decision = self._decision(job)
+        if decision in (CardDecision.STALE, CardDecision.SAME):
+            message_id = current.message_id if current else ""
+            return self._complete(job, JobStatus.SUCCEEDED, str(decision), message_id, None)
+        if decision is CardDecision.CONFLICT:
+            return self._block(job, JobStatus.FAILED, _conflict(job))
         try:
             self._messenger.tenant_access_token()  # before the mark: a token failure touches nothing
         except DeliveryError as exc:
@@ -278,12 +311,124 @@ class EventDispatcher:
                 outcome = "sent"
         except DeliveryError as exc:
             if exc.maybe_delivered:
-                return self._block(job, JobStatus.UNKNOWN, str(exc))
+                return self._still_unknown(job, f"{_verb(decision)} not answered as done: {exc}", decision=decision)
             return self._not_done(job, exc)
         except Exception as exc:
-            self._block(job, JobStatus.UNKNOWN, f"interrupted after its side effect was marked: {exc!r}")
+            self._unknown(job, f"interrupted after its side effect was marked: {exc!r}", decision=decision)
             raise
         return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card_write(job, message_id, current))
+
+    def _decision(self, job: Job) -> tuple[CardMessage | None, CardDecision]:
+        """What the job's card calls for, given where its card id was delivered (a one-off event: a send)."""
+        event = job.event
+        if event.card_id is None or event.revision is None:
+            return None, CardDecision.SEND
+        current = self._store.card(job.service_id, event.card_id, event.target)
+        return current, decide_card(current, event.revision, job.content_hash)
+
+    # ------------------------------------------------------------------ settling an unknown job
+    def _settle(self, job: Job, allowed: frozenset[str], current: CardMessage | None, decision: CardDecision) -> bool:
+        """One try at settling an unknown job, taken back to running (the service is blocked behind it, so
+        its card's mapping is as its first attempt left it): True when it is settled, else it stays unknown
+        (see `_still_unknown`)."""
+        event = job.event
+        now = self._clock()
+        if event.target.key not in allowed:
+            return self._still_unknown(
+                job, "its target is no longer allowed for the service: not tried again", final=True
+            )
+        if decision in (CardDecision.STALE, CardDecision.SAME):
+            message_id = current.message_id if current else ""
+            return self._settled(job, str(decision), message_id, None, "the card already shows this revision")
+        if decision is CardDecision.CONFLICT:
+            return self._still_unknown(job, _conflict(job), final=True)
+        if decision is CardDecision.SEND and (closed := self._window_closed(job, now)):
+            return self._still_unknown(job, f"not sent again: {closed}", final=True)
+        try:
+            self._messenger.tenant_access_token()
+        except DeliveryError as exc:
+            return self._still_unknown(job, f"token request failed, nothing tried: {exc}")
+        try:
+            if decision is CardDecision.UPDATE and current is not None:
+                self._messenger.update_card(current.message_id, card_of(event))
+                message_id, outcome = current.message_id, "updated"
+                how = f"revision {event.revision} written to message {message_id} again; Feishu answered done"
+            else:
+                message_id = self._messenger.send_card(
+                    event.target.receive_id_type, event.target.receive_id, card_of(event), job.feishu_uuid
+                )
+                outcome = "sent"
+                how = f"sent again with uuid {job.feishu_uuid} inside Feishu's window; Feishu answered {message_id}"
+        except DeliveryError as exc:
+            refused = not exc.retryable and not exc.maybe_delivered  # a clear "no" that says nothing of the first
+            return self._still_unknown(job, f"{_verb(decision)} tried again: {exc}", final=refused, decision=decision)
+        except Exception as exc:
+            self._unknown(job, f"interrupted while being settled: {exc!r}", decision=decision)
+            raise
+        return self._settled(job, outcome, message_id, card_write(job, message_id, current), how)
+
+    def _window_closed(self, job: Job, now: int) -> str:
+        """Why a resend could no longer be deduplicated by Feishu before it ends ("" while it can)."""
+        if not job.first_marked_at_ms:
+            return "no record of when it was first sent: a resend could deliver a second card"
+        closes = job.first_marked_at_ms + self._policy.send_dedup_window_ms
+        if now + self._policy.reserve_ms <= closes:
+            return ""
+        return (
+            f"first sent at {job.first_marked_at_ms} ms; Feishu's one-hour uuid window (less "
+            f"{UUID_WINDOW_MARGIN_MS // 60_000} min for clocks) closes at {closes} ms: a resend could deliver a "
+            "second card"
+        )
+
+    def _unknown(
+        self,
+        job: Job,
+        reason: str,
+        final: bool = False,
+        at_once: bool = True,
+        decision: CardDecision | None = None,
+    ) -> int:
+        """Block the running job as unknown, with `reason` in its evidence. Returns when Herald will try to
+        settle it (0: an operator decides): at once after a crash or a timeout, after a backoff (grown by
+        its tries) after an answer that settled nothing; never when a resend would fall outside Feishu's
+        uuid window (`decision`, the side effect it was, is read from the card mapping when not given)."""
+        now = self._clock()
+        heal_at, why_not = 0, "an operator decides"
+        if not final and job.heals >= self._policy.heal_attempts:
+            why_not = f"not settled after {job.heals} tries: an operator decides"
+        elif not final:
+            heal_at = max(1, now if at_once else now + self._policy.backoff_ms(job.heals + 1))
+            if (decision or self._decision(job)[1]) is CardDecision.SEND and (
+                closed := self._window_closed(job, heal_at)
+            ):
+                heal_at, why_not = 0, f"{closed}; an operator decides"
+        evidence = reason if heal_at else f"{reason}; {why_not}"
+        _require_move(job, JobStatus.UNKNOWN)
+        self._store.block(job, JobStatus.UNKNOWN, evidence, now, self._policy.blocked_expiry(now), heal_at)
+        self._on_outcome(job, str(JobStatus.UNKNOWN))
+        return heal_at
+
+    def _still_unknown(self, job: Job, reason: str, final: bool = False, decision: CardDecision | None = None) -> bool:
+        """`_unknown`, from inside a drain: a later try comes back with this message (NotYet), else it blocks."""
+        heal_at = self._unknown(job, reason, final, at_once=False, decision=decision)
+        if heal_at:
+            raise NotYet(f"job {job.job_id} is unknown; Herald tries to settle it again", heal_at - self._clock())
+        return False
+
+    def _settled(self, job: Job, outcome: str, message_id: str, card: CardWrite | None, evidence: str) -> bool:
+        """Settled by Herald: recorded on the job like an operator's resolution, by `herald`, with the evidence."""
+        resolution = {
+            "action": "settled",
+            "by": "herald",
+            "at_ms": self._clock(),
+            "from": str(JobStatus.UNKNOWN),
+            "note": evidence,
+            "message_id": message_id,
+        }
+        settled = self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card, resolution)
+        if settled:
+            self._on_outcome(job, "healed")
+        return settled
 
     def _not_done(self, job: Job, exc: DeliveryError) -> bool:
         """The provider did not act: retry with backoff while it may succeed and attempts remain."""
@@ -304,17 +449,27 @@ class EventDispatcher:
         self._on_outcome(job, str(status))
         return False
 
-    def _complete(self, job: Job, status: JobStatus, outcome: str, message_id: str, card: CardWrite | None) -> bool:
+    def _complete(
+        self,
+        job: Job,
+        status: JobStatus,
+        outcome: str,
+        message_id: str,
+        card: CardWrite | None,
+        resolution: dict[str, Any] | None = None,
+    ) -> bool:
         _require_move(job, status)
         now = self._clock()
+        expires = now + self._policy.retention_ms
         try:
-            self._store.complete(job, status, outcome, message_id, now, now + self._policy.retention_ms, card)
+            self._store.complete(job, status, outcome, message_id, now, expires, card, resolution)
         except StaleJob:
             if card is None:
                 raise
             # The card mapping moved under us (only a writer outside this queue can do that): the message
             # went out, but what the card now shows is not known here.
-            return self._block(job, JobStatus.UNKNOWN, f"delivered as {message_id}; the card mapping changed meanwhile")
+            self._unknown(job, f"delivered as {message_id}; the card mapping changed meanwhile", final=True)
+            return False
         self._on_outcome(job, outcome)
         return True
 
@@ -323,3 +478,47 @@ def _require_move(job: Job, to: JobStatus) -> None:
     """The dispatcher only makes moves of JOB_TRANSITIONS: anything else is a bug, stopped before the write."""
     if to not in JOB_TRANSITIONS[job.status]:
         raise RuntimeError(f"job {job.job_id} cannot go from {job.status} to {to}")
+
+
+def _conflict(job: Job) -> str:
+    event = job.event
+    return f"revision {event.revision} of card {event.card_id} was already delivered with other content"
+
+
+def _verb(decision: CardDecision) -> str:
+    return "the card's update" if decision is CardDecision.UPDATE else "the send"
+
+
+class OverdueJobs(Protocol):
+    """Where the events janitor looks: marked jobs whose lease ended, and blocked jobs."""
+
+    def in_flight_until(self, before_ms: int) -> list[Job]: ...
+
+    def blocked(self) -> list[Job]: ...
+
+
+class EventsJanitor:
+    """Every minute: a nudge for each service whose side effect was left behind, so a worker settles it
+    even when no dispatch message is coming back for it (its worker died and the message was spent, or
+    dead-lettered). `grace_ms` leaves the queue's own redelivery time to do it first."""
+
+    def __init__(
+        self, store: OverdueJobs, nudge: Callable[[Nudge], None], grace_ms: int, clock: Clock = now_ms
+    ) -> None:
+        self._store = store
+        self._nudge = nudge
+        self._grace_ms = grace_ms
+        self._clock = clock
+
+    def nudge_overdue(self) -> list[Nudge]:
+        before = self._clock() - self._grace_ms
+        left = [(job, job.lock_until_ms) for job in self._store.in_flight_until(before)]
+        left += [
+            (job, job.next_heal_at_ms)
+            for job in self._store.blocked()
+            if job.status is JobStatus.UNKNOWN and 0 < job.next_heal_at_ms < before
+        ]
+        nudges = [Nudge(job.service_id, job.seq, f"overdue-{job.heals}-{due}") for job, due in left]
+        for nudge in nudges:
+            self._nudge(nudge)
+        return nudges

@@ -2,8 +2,10 @@
 
 * `pk = SVC#<service>, sk = HEAD` — `next_seq` (the last receive sequence given; `last_received_at_ms` its
   time) and `done_seq` (every job up to it is finished): the service's counter and cursor;
-* `pk = SVC#<service>, sk = JOB#<seq>` — a job; while `failed`/`unknown` it carries `attention` and
-  `attention_sk`, the keys of the sparse GSI `by_attention` operators list blocked jobs from;
+* `pk = SVC#<service>, sk = JOB#<seq>` — a job; while `failed`/`unknown` it carries `attention` (its status)
+  and `attention_sk` (when it blocked), the keys of the sparse GSI `by_attention` operators list blocked jobs
+  from; while marked and running, `attention = running` and `attention_sk` its lease's end, so the events
+  janitor finds a side effect whose worker died;
 * `pk = EVT#<service>#<event_id>, sk = EVENT` — the dedup record of an event id (its sequence and hash);
 * `pk = CARD#<service>#<card_id>#<type>:<receive_id>, sk = CARD` — where a card was delivered, and its revision.
 Finished jobs and their dedup records expire by TTL (`expires_at`, epoch seconds) after the retention.
@@ -85,6 +87,10 @@ class JobRow(Model):
     blocked_at_ms = IntAttribute(null=True)
     generation = IntAttribute(null=True)
     resolutions: ListAttribute[Any] = ListAttribute(null=True)
+    first_marked_at_ms = IntAttribute(null=True)
+    heals = IntAttribute(null=True)
+    next_heal_at_ms = IntAttribute(null=True)
+    evidence: ListAttribute[str] = ListAttribute(null=True)
     attention = UnicodeAttribute(null=True)
     attention_sk = UnicodeAttribute(null=True)
     updated_at_ms = IntAttribute(null=True)
@@ -111,6 +117,10 @@ class JobRow(Model):
             blocked_at_ms=self.blocked_at_ms or 0,
             generation=self.generation or 0,
             resolutions=tuple(r.as_dict() if isinstance(r, MapAttribute) else r for r in self.resolutions or ()),
+            first_marked_at_ms=self.first_marked_at_ms or 0,
+            heals=self.heals or 0,
+            next_heal_at_ms=self.next_heal_at_ms or 0,
+            evidence=tuple(self.evidence or ()),
         )
 
 
@@ -170,6 +180,10 @@ def _expiry(ms: int) -> Any:
 
 def _attention_sk(job: Job, at_ms: int) -> str:
     return f"{at_ms:013d}#{job.service_id}#{job.seq:012d}"
+
+
+IN_FLIGHT = "running"  # the `by_attention` partition of marked, running jobs (keyed by their lease's end)
+EVIDENCE_LINES = 20  # an unknown job keeps its first and last lines of evidence, this many in all
 
 
 def _lost_race(error: Exception) -> bool:
@@ -294,6 +308,12 @@ class DynamoJobStore:
             return None
         return CardMessage(row.message_id, row.revision, row.content_hash)
 
+    def in_flight_until(self, before_ms: int) -> list[Job]:
+        """Marked jobs whose lease ended before `before_ms`: their worker died (or its message was lost)."""
+        jobs = self._jobs
+        rows = jobs.by_attention.query(IN_FLIGHT, jobs.attention_sk < f"{before_ms:013d}")
+        return [row.job() for row in rows if row.item_type == JOB_ITEM]
+
     def blocked(self) -> list[Job]:
         jobs = [
             row.job()
@@ -379,12 +399,55 @@ class DynamoJobStore:
         )
 
     def mark(self, job: Job, now: int) -> Job:
+        jobs = self._jobs
+        first_mark = jobs.first_marked_at_ms.set(jobs.first_marked_at_ms | now)
+        changes = [*self._changes(self._in_flight(job, now)), first_mark]
         self._guarded(
-            lambda: self._update(job, {"marked_at_ms": now, "updated_at_ms": now}, (), self._by_attempt(job)),
+            lambda: self._row_of(job).update(actions=changes, condition=self._by_attempt(job)),
             job,
             lambda current: self._now_by(job, JobStatus.RUNNING)(current) and current.marked_at_ms == now,
         )
-        return replace(job, marked_at_ms=now)
+        return replace(job, marked_at_ms=now, first_marked_at_ms=job.first_marked_at_ms or now)
+
+    @staticmethod
+    def _in_flight(job: Job, now: int) -> dict[str, Any]:
+        """A marked job's attributes: in `by_attention` under its lease's end, for the janitor."""
+        return {
+            "marked_at_ms": now,
+            "attention": IN_FLIGHT,
+            "attention_sk": _attention_sk(job, job.lock_until_ms),
+            "updated_at_ms": now,
+        }
+
+    def settle(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job:
+        jobs = self._jobs
+        condition = (
+            (jobs.status == str(JobStatus.UNKNOWN))
+            & (jobs.generation == job.generation)
+            & (jobs.next_heal_at_ms == job.next_heal_at_ms)
+        )
+        settling = replace(
+            job,
+            status=JobStatus.RUNNING,
+            attempt_id=attempt_id,
+            lock_until_ms=lease_until_ms,
+            marked_at_ms=now,
+            heals=job.heals + 1,
+            next_heal_at_ms=0,
+        )
+        sets = {
+            "status": str(JobStatus.RUNNING),
+            "attempt_id": attempt_id,
+            "lock_until_ms": lease_until_ms,
+            "heals": settling.heals,
+            **self._in_flight(settling, now),
+        }
+        self._guarded(
+            lambda: self._update(job, sets, ("next_heal_at_ms",), condition),
+            job,
+            self._now_by(settling, JobStatus.RUNNING),
+        )
+        return settling
 
     def retry(self, job: Job, error: str, next_attempt_at_ms: int, now: int) -> None:
         sets = {
@@ -395,24 +458,39 @@ class DynamoJobStore:
         }
         # The attempt id stays (a claim replaces it), so a retried write can recognise its own landing.
         self._guarded(
-            lambda: self._update(job, sets, ("lock_until_ms", "marked_at_ms"), self._by_attempt(job)),
+            lambda: self._update(
+                job, sets, ("lock_until_ms", "marked_at_ms", "attention", "attention_sk"), self._by_attempt(job)
+            ),
             job,
             self._now_by(job, JobStatus.QUEUED),
         )
 
-    def block(self, job: Job, status: JobStatus, reason: str, now: int, expires_at_ms: int | None) -> None:
+    def block(
+        self, job: Job, status: JobStatus, reason: str, now: int, expires_at_ms: int | None, heal_at_ms: int = 0
+    ) -> None:
+        jobs = self._jobs
         sets: dict[str, Any] = {
             "status": str(status),
             "last_error": reason[:1000],
-            "blocked_at_ms": now,
+            "blocked_at_ms": job.blocked_at_ms if job.heals else now,  # blocked since the first time, while settled
             "attention": str(status),
-            "attention_sk": _attention_sk(job, now),
+            "attention_sk": _attention_sk(job, job.blocked_at_ms if job.heals else now),
             "updated_at_ms": now,
         }
         if expires_at_ms is not None:
             sets["expires_at"] = _expiry(expires_at_ms)
+        if heal_at_ms:
+            sets["next_heal_at_ms"] = heal_at_ms
+        changes = self._changes(sets, ("lock_until_ms",) + (() if heal_at_ms else ("next_heal_at_ms",)))
+        if status is JobStatus.UNKNOWN:
+            evidence = [f"{now}: {reason[:500]}"]
+            kept = list(job.evidence[: EVIDENCE_LINES // 2]) + list(job.evidence[-(EVIDENCE_LINES // 2 - 1) :])
+            if len(job.evidence) < EVIDENCE_LINES:
+                changes.append(jobs.evidence.set((jobs.evidence | []).append(evidence)))
+            else:  # the first lines (how it began) and the latest stay
+                changes.append(jobs.evidence.set(kept + evidence))
         self._guarded(
-            lambda: self._update(job, sets, ("lock_until_ms",), self._by_attempt(job)),
+            lambda: self._row_of(job).update(actions=changes, condition=self._by_attempt(job)),
             job,
             self._now_by(job, status),
         )
@@ -426,8 +504,9 @@ class DynamoJobStore:
         now: int,
         expires_at_ms: int,
         card: CardWrite | None,
+        resolution: dict[str, Any] | None = None,
     ) -> None:
-        sets = {
+        sets: dict[str, Any] = {
             "status": str(status),
             "outcome": outcome,
             "message_id": message_id,
@@ -435,9 +514,11 @@ class DynamoJobStore:
             "expires_at": _expiry(expires_at_ms),
             "updated_at_ms": now,
         }
+        if resolution is not None:
+            sets["resolutions"] = [*job.resolutions, resolution]
 
         def write(transaction: Transaction) -> None:
-            removes = ("lock_until_ms", "attention", "attention_sk")
+            removes = ("lock_until_ms", "attention", "attention_sk", "next_heal_at_ms")
             transaction.update(self._row_of(job), self._changes(sets, removes), self._by_attempt(job))
             self._dedup_expiry(transaction, job, expires_at_ms)
             self._advance(transaction, job)
@@ -464,6 +545,8 @@ class DynamoJobStore:
             resolutions=(*job.resolutions, resolution),
             message_id=message_id or job.message_id,
             outcome="resolved_" + str(resolution["action"]),
+            heals=0,
+            next_heal_at_ms=0,
         )
         sets: dict[str, Any] = {
             "status": str(status),
@@ -474,8 +557,16 @@ class DynamoJobStore:
             "message_id": resolved.message_id,
             "updated_at_ms": now,
             "next_attempt_at_ms": 0,
+            "heals": 0,
         }
-        removes: tuple[str, ...] = ("attention", "attention_sk", "attempt_id", "marked_at_ms", "lock_until_ms")
+        removes: tuple[str, ...] = (
+            "attention",
+            "attention_sk",
+            "attempt_id",
+            "marked_at_ms",
+            "lock_until_ms",
+            "next_heal_at_ms",
+        )
         if expires_at_ms is not None:
             sets["expires_at"] = _expiry(expires_at_ms)
             sets["finished_at_ms"] = now

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from herald.dynamo import Image
 from herald.events.dispatch import NotYet, nudges_for
 from herald.events.dynamo import job_from_image
-from herald.events.wiring import dispatch_queue, dispatcher
+from herald.events.wiring import dispatch_queue, dispatcher, events_janitor
 from herald.observability import logger
 from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
@@ -31,3 +31,11 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
     except NotYet as exc:
         raise RetryLater(str(exc), exc.delay_ms / 1000) from exc
     logger.info("service drained", service_id=service_id, result=str(result))
+
+
+def nudge_overdue_jobs() -> int:
+    """The events janitor: a dispatch message for each side effect left behind by a worker that died."""
+    nudges = events_janitor().nudge_overdue()
+    for nudge in nudges:
+        logger.info("overdue side effect nudged", service_id=nudge.service_id, seq=nudge.seq, why=nudge.why)
+    return len(nudges)

@@ -6,9 +6,15 @@ A job's life, every step a conditional write:
       ▲                 │  │                  │
       └──retry(backoff)─┘  └► failed          ├─ provider said "not done" ─► queued / failed
                                               └─ outcome unknown (or the worker died) ─► unknown
+                                                                                          │  ▲
+                                           Herald settles it where Feishu makes it provable │  │ not yet
+                                           (a resend with the same uuid inside its window,  ▼  │
+                                           or the revision's update again) ──────────► running (marked)
 
-`failed` and `unknown` block the service's later jobs until an operator resolves them (`requeue`,
-`sent`, `skip`); `rejected` (the target left the service's allowed targets) does not block.
+`failed` and `unknown` block the service's later jobs. An `unknown` job Herald can settle carries the time of
+its next try (`next_heal_at_ms`); one it cannot (past Feishu's uuid window, out of tries, or a refusal that
+proves nothing) waits for an operator (`requeue`, `sent`, `skip`), with the evidence of what was tried.
+`rejected` (the target left the service's allowed targets) does not block.
 """
 
 from __future__ import annotations
@@ -43,8 +49,9 @@ class JobStatus(StrEnum):
 
 # A job's state machine: where each status may go. A worker claims a queued job, and may take over a
 # running one whose lease ran out; the attempt ends delivered (or rejected), back in the queue for a retry,
-# or blocked (failed: not delivered; unknown: maybe delivered). Only an operator moves a blocked job on,
-# and only an unknown one can be recorded as sent (a failed one was certainly not).
+# or blocked (failed: not delivered; unknown: maybe delivered). A worker may take an unknown job back to
+# running to settle it (where Feishu makes a second try provably harmless); otherwise an operator moves a
+# blocked job on, and only an unknown one can be recorded as sent (a failed one was certainly not).
 JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.QUEUED: frozenset({JobStatus.RUNNING}),
     JobStatus.RUNNING: frozenset(
@@ -58,7 +65,7 @@ JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
         }
     ),
     JobStatus.FAILED: frozenset({JobStatus.QUEUED, JobStatus.SKIPPED}),
-    JobStatus.UNKNOWN: frozenset({JobStatus.QUEUED, JobStatus.SUCCEEDED, JobStatus.SKIPPED}),
+    JobStatus.UNKNOWN: frozenset({JobStatus.RUNNING, JobStatus.QUEUED, JobStatus.SUCCEEDED, JobStatus.SKIPPED}),
     JobStatus.SUCCEEDED: frozenset(),
     JobStatus.REJECTED: frozenset(),
     JobStatus.SKIPPED: frozenset(),
@@ -171,6 +178,15 @@ class Job:
     blocked_at_ms: int = 0
     generation: int = 0  # bumped by each operator resolution
     resolutions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    first_marked_at_ms: int = 0  # the first mark of all its attempts: Feishu's uuid window runs from it
+    heals: int = 0  # Herald's tries at settling it while unknown
+    next_heal_at_ms: int = 0  # unknown: when Herald tries to settle it next (0: an operator decides)
+    evidence: tuple[str, ...] = ()  # what happened to it while unknown, one line each
+
+    @property
+    def awaiting_operator(self) -> bool:
+        """Blocked, and Herald will not move it on by itself."""
+        return self.status is JobStatus.FAILED or (self.status is JobStatus.UNKNOWN and not self.next_heal_at_ms)
 
     @property
     def job_id(self) -> str:

@@ -134,5 +134,11 @@ def describe(job: Job) -> dict[str, Any]:
         "received_at_ms": job.received_at_ms,
         "blocked_at_ms": job.blocked_at_ms,
         "marked_at_ms": job.marked_at_ms,
+        "first_marked_at_ms": job.first_marked_at_ms,
+        # Herald settles an UNKNOWN job itself while it can; `awaiting_operator` once it cannot, and why.
+        "awaiting_operator": job.awaiting_operator,
+        "heals": job.heals,
+        "next_heal_at_ms": job.next_heal_at_ms,
+        "evidence": list(job.evidence),
         "resolutions": list(job.resolutions),
     }

@@ -2,7 +2,7 @@
 that delivers, so the outbox and the HTTP function never load it (cold start)."""
 
 from herald.container import Container, part
-from herald.events.dispatch import DispatchPolicy, EventDispatcher
+from herald.events.dispatch import DispatchPolicy, EventDispatcher, EventsJanitor
 from herald.events.dynamo import DynamoJobStore
 from herald.events.operations import EventOperations
 from herald.events.service import EventIntake
@@ -25,6 +25,8 @@ def policy(c: Container) -> DispatchPolicy:
         reserve_ms=settings.events_reserve_ms,
         retention_ms=settings.events_retention_seconds * 1000,
         unknown_ttl_ms=settings.events_unknown_ttl_seconds * 1000,
+        heal_attempts=settings.events_heal_attempts,
+        send_dedup_window_ms=settings.events_send_dedup_window_seconds * 1000,
     )
 
 
@@ -57,8 +59,19 @@ def dispatcher(c: Container) -> EventDispatcher:
         policy(c),
         nudge=dispatch_queue(c).publish,
         clock=c.clock,
-        on_outcome=lambda job, outcome: metrics.add_metric(name=f"ExternalEvent_{outcome}", unit="Count", value=1),
+        on_outcome=lambda job, outcome: metrics.add_metric(name=_outcome_metric(outcome), unit="Count", value=1),
     )
+
+
+def _outcome_metric(outcome: str) -> str:
+    """An UNKNOWN job Herald settled counts beside the gauge of those an operator must: EventsUnknownHealed."""
+    return "EventsUnknownHealed" if outcome == "healed" else f"ExternalEvent_{outcome}"
+
+
+@part
+def events_janitor(c: Container) -> EventsJanitor:
+    grace_ms = c.settings.events_janitor_grace_seconds * 1000
+    return EventsJanitor(job_store(c), dispatch_queue(c).publish, grace_ms, clock=c.clock)
 
 
 @part

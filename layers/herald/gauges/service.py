@@ -32,7 +32,8 @@ class DueTurns(Protocol):
 
 @dataclass(frozen=True)
 class Gauges:
-    events_unknown_jobs: int
+    events_unknown_jobs: int  # waiting for an operator (Herald could not settle them)
+    events_unknown_healing: int  # Herald is still settling them
     events_failed_jobs: int
     events_blocked_services: int
     events_oldest_blocked_age_seconds: float
@@ -44,6 +45,7 @@ class Gauges:
         """Metric name -> (value, unit), as CloudWatch and the template's alarms name them."""
         return {
             "EventsUnknownJobs": (self.events_unknown_jobs, "Count"),
+            "EventsUnknownHealing": (self.events_unknown_healing, "Count"),
             "EventsFailedJobs": (self.events_failed_jobs, "Count"),
             "EventsBlockedServices": (self.events_blocked_services, "Count"),
             "EventsOldestBlockedAge": (self.events_oldest_blocked_age_seconds, "Seconds"),
@@ -78,7 +80,10 @@ class HealthGauges:
         oldest = min((job.blocked_at_ms for job in blocked), default=now)
         # Past their time by more than the janitors' own period (they run every minute), i.e. not repaired.
         return Gauges(
-            events_unknown_jobs=sum(job.status is JobStatus.UNKNOWN for job in blocked),
+            events_unknown_jobs=sum(job.status is JobStatus.UNKNOWN and job.awaiting_operator for job in blocked),
+            events_unknown_healing=sum(
+                job.status is JobStatus.UNKNOWN and not job.awaiting_operator for job in blocked
+            ),
             events_failed_jobs=sum(job.status is JobStatus.FAILED for job in blocked),
             events_blocked_services=len({job.service_id for job in blocked}),
             events_oldest_blocked_age_seconds=round(max(0, now - oldest) / 1000, 1),

@@ -1,0 +1,284 @@
+"""An UNKNOWN external-event job settles itself where Feishu makes it provable, and waits for an operator,
+with the evidence, where it does not (the in-memory store, a scripted Feishu and a fake clock)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from herald.errors import DeliveryError
+from herald.events.dispatch import (
+    FEISHU_UUID_WINDOW_MS,
+    DispatchPolicy,
+    DrainResult,
+    EventDispatcher,
+    EventsJanitor,
+    NotYet,
+    Nudge,
+)
+from herald.events.models import Card, ExternalEvent, Job, JobStatus
+from herald.events.service import EventIntake
+from tests.support.clock import FakeClock
+from tests.support.fakes import InMemoryJobStore
+
+TARGET = {"receive_id": "oc_1", "receive_id_type": "chat_id"}
+ALLOWED = frozenset({"chat_id:oc_1"})
+LEASE_MS = 60_000
+WINDOW_MS = FEISHU_UUID_WINDOW_MS - 300_000
+
+
+class Crash(Exception):
+    """The worker dies here (as a Lambda timeout would end it)."""
+
+
+class ScriptedFeishu:
+    """Feishu as its documentation describes it: one message per uuid within the hour (the same message id
+    answered again), a PATCH replaces a card. `next` scripts what happens to the coming calls:
+    "ok", "lost" (Feishu acts, the answer is an HTTP 500 without a code), "hang" (Feishu acts, no answer),
+    "busy" (Feishu's rate-limit code: not acted), "gone" (message not found: not acted, never will),
+    "crash" (Feishu acts, then the worker dies)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.next: list[str] = []
+        self.messages: dict[str, list[str]] = {}  # message id -> its card titles, in order
+        self.by_uuid: dict[str, tuple[str, int]] = {}  # uuid -> (message id, when first sent)
+        self.calls: list[str] = []
+
+    def tenant_access_token(self) -> str:
+        return "t"
+
+    def _outcome(self) -> str:
+        return self.next.pop(0) if self.next else "ok"
+
+    def _after_acting(self, outcome: str) -> None:
+        if outcome == "lost":
+            raise DeliveryError("send: Feishu answered HTTP 500 (-1)", retryable=True, maybe_delivered=True)
+        if outcome == "hang":
+            raise DeliveryError("send failed in transit: read timed out", retryable=True, maybe_delivered=True)
+        if outcome == "crash":
+            raise Crash
+
+    def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str:
+        self.calls.append(f"send {card.title}")
+        outcome = self._outcome()
+        if outcome == "busy":
+            raise DeliveryError("send: Feishu error 99991400", retryable=True)
+        first = self.by_uuid.get(uuid)
+        if first is not None and self.clock() - first[1] < FEISHU_UUID_WINDOW_MS:
+            message_id = first[0]
+        else:
+            message_id = f"om_{len(self.messages) + 1}"
+            self.messages[message_id] = [card.title]
+            self.by_uuid[uuid] = (message_id, self.clock())
+        self._after_acting(outcome)
+        return message_id
+
+    def update_card(self, message_id: str, card: Card) -> None:
+        self.calls.append(f"update {card.title}")
+        outcome = self._outcome()
+        if outcome == "busy":
+            raise DeliveryError("update: Feishu error 99991400", retryable=True)
+        if outcome == "gone":
+            raise DeliveryError("update: Feishu error 230011: message not found", retryable=False)
+        self.messages[message_id].append(card.title)
+        self._after_acting(outcome)
+
+
+class Targets:
+    def allowed_targets(self, service_id: str) -> frozenset[str]:
+        return ALLOWED
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.clock = FakeClock(1_000_000)
+        self.store = InMemoryJobStore()
+        self.feishu = ScriptedFeishu(self.clock)
+        self.intake = EventIntake(self.store, self.clock)
+        self.outcomes: list[str] = []
+        self.policy = DispatchPolicy(lease_ms=LEASE_MS, reserve_ms=0, heal_attempts=3, send_dedup_window_ms=WINDOW_MS)
+
+    def post(self, event_id: str, title: str, card_id: str | None = None, revision: int | None = None) -> None:
+        data: dict[str, object] = {"title": title, "status": "running", "summary": "", "target": TARGET}
+        if card_id is not None:
+            data.update({"event_id": card_id, "revision": revision})
+        self.intake.accept("svc", ALLOWED, ExternalEvent.from_content(event_id, {"event_type": "t", "data": data}))
+
+    def dispatcher(self) -> EventDispatcher:
+        return EventDispatcher(
+            self.store,
+            Targets(),
+            self.feishu,
+            self.policy,
+            nudge=lambda nudge: None,
+            clock=self.clock,
+            on_outcome=lambda job, outcome: self.outcomes.append(outcome),
+        )
+
+    def drain(self) -> DrainResult:
+        return self.dispatcher().drain("svc", lambda: 10**9)
+
+    def job(self, seq: int = 1) -> Job:
+        return self.store.jobs[("svc", seq)]
+
+    def drain_until_settled(self, limit: int = 10) -> DrainResult:
+        """Drain, and after each NotYet wait out its delay (as the queue's hidden message would)."""
+        for _ in range(limit):
+            try:
+                return self.drain()
+            except NotYet as waiting:
+                self.clock.advance(waiting.delay_ms)
+        raise AssertionError("never settled")
+
+
+@pytest.fixture
+def herald() -> Iterator[Harness]:
+    yield Harness()
+
+
+@pytest.mark.parametrize("fault", ["lost", "hang"])
+def test_a_send_accepted_but_not_answered_is_resent_with_its_uuid_and_recorded_with_feishus_message_id(
+    herald: Harness, fault: str
+) -> None:
+    herald.post("e1", "one")
+    herald.feishu.next = [fault]
+    with pytest.raises(NotYet):  # unknown, and tried again after a backoff
+        herald.drain()
+    unknown = herald.job()
+    assert unknown.status is JobStatus.UNKNOWN and not unknown.awaiting_operator and unknown.next_heal_at_ms
+    assert herald.drain_until_settled() is DrainResult.CAUGHT_UP
+    settled = herald.job()
+    assert settled.status is JobStatus.SUCCEEDED and settled.message_id == "om_1"
+    assert herald.feishu.messages == {"om_1": ["one"]}  # one card, though sent twice
+    (resolution,) = settled.resolutions
+    assert resolution["by"] == "herald" and resolution["action"] == "settled" and "om_1" in resolution["note"]
+    assert settled.evidence and "not answered as done" in settled.evidence[0]
+    assert herald.outcomes.count("healed") == 1
+
+
+def test_a_worker_that_died_after_the_mark_is_settled_by_the_next_drain_at_once(herald: Harness) -> None:
+    herald.post("e1", "one")
+    herald.post("e2", "two")
+    herald.feishu.next = ["crash"]
+    with pytest.raises(Crash):
+        herald.drain()
+    assert herald.job().status is JobStatus.UNKNOWN and herald.job().next_heal_at_ms <= herald.clock()
+    assert herald.drain() is DrainResult.CAUGHT_UP
+    assert herald.feishu.messages == {"om_1": ["one"], "om_2": ["two"]}
+    assert [herald.job(seq).status for seq in (1, 2)] == [JobStatus.SUCCEEDED, JobStatus.SUCCEEDED]
+
+
+def test_a_lease_that_ran_out_after_the_mark_is_settled_in_the_same_drain(herald: Harness) -> None:
+    herald.post("e1", "one")
+    job = herald.job()
+    claimed = herald.store.claim(job, "a1", herald.clock() + LEASE_MS, herald.clock())
+    herald.store.mark(claimed, herald.clock())  # ... and the worker vanished before its send's answer
+    herald.feishu.send_card("chat_id", "oc_1", Card("one", "running", "", "t"), job.feishu_uuid)
+    herald.clock.advance(LEASE_MS + 1)
+    assert herald.drain() is DrainResult.CAUGHT_UP
+    assert herald.job().status is JobStatus.SUCCEEDED and herald.job().message_id == "om_1"
+    assert herald.feishu.messages == {"om_1": ["one"]}
+    assert "worker died" in herald.job().evidence[0]
+
+
+def test_an_update_not_answered_is_written_again_and_a_later_revision_updates_the_same_message(
+    herald: Harness,
+) -> None:
+    herald.post("e1", "rev 1", card_id="build-7", revision=1)
+    herald.post("e2", "rev 2", card_id="build-7", revision=2)
+    herald.feishu.next = ["ok", "lost"]
+    assert herald.drain_until_settled() is DrainResult.CAUGHT_UP
+    assert herald.job(2).status is JobStatus.SUCCEEDED and herald.job(2).resolutions[0]["by"] == "herald"
+    herald.post("e3", "rev 3", card_id="build-7", revision=3)
+    assert herald.drain() is DrainResult.CAUGHT_UP
+    assert herald.feishu.messages == {"om_1": ["rev 1", "rev 2", "rev 2", "rev 3"]}  # one message, updated
+    assert herald.store.cards[("svc", "build-7", "chat_id:oc_1")].revision == 3
+
+
+def test_past_feishus_uuid_window_the_job_is_not_resent_and_waits_for_an_operator_with_its_evidence(
+    herald: Harness,
+) -> None:
+    herald.post("e1", "one")
+    herald.post("e2", "two")
+    herald.feishu.next = ["lost", "busy"]  # unclear, then Feishu is busy on the first resend
+    with pytest.raises(NotYet) as first:
+        herald.drain()
+    herald.clock.advance(first.value.delay_ms)
+    with pytest.raises(NotYet):
+        herald.drain()  # the first resend: not acted, so still unknown
+    herald.clock.advance(WINDOW_MS)  # the next try would come after the window closed
+    assert herald.drain_until_settled() is DrainResult.BLOCKED
+    job = herald.job()
+    assert job.status is JobStatus.UNKNOWN and job.awaiting_operator
+    assert "uuid window" in job.evidence[-1] and "operator" in job.evidence[-1]
+    assert herald.feishu.calls == ["send one", "send one"]  # never sent again past the window
+    assert herald.job(2).status is JobStatus.QUEUED  # the service waits behind it
+
+
+def test_a_job_not_settled_in_its_tries_waits_for_an_operator(herald: Harness) -> None:
+    herald.post("e1", "one")
+    herald.feishu.next = ["lost", "lost", "lost", "lost"]
+    assert herald.drain_until_settled() is DrainResult.BLOCKED
+    job = herald.job()
+    assert job.awaiting_operator and job.heals == 3 and "not settled after 3 tries" in job.evidence[-1]
+    assert len(job.evidence) == 4 and herald.feishu.messages == {"om_1": ["one"]}
+
+
+def test_a_refusal_that_proves_nothing_about_the_first_try_leaves_it_to_an_operator_at_once(herald: Harness) -> None:
+    herald.post("e1", "rev 1", card_id="c", revision=1)
+    herald.post("e2", "rev 2", card_id="c", revision=2)
+    herald.feishu.next = ["ok", "lost", "gone"]  # the card's message was deleted meanwhile
+    assert herald.drain_until_settled() is DrainResult.BLOCKED
+    job = herald.job(2)
+    assert job.awaiting_operator and job.heals == 1 and "230011" in job.evidence[-1]
+
+
+def test_an_operator_resolution_between_a_settling_decision_and_its_claim_wins(herald: Harness) -> None:
+    from herald.events.operations import EventOperations
+
+    herald.post("e1", "one")
+    herald.feishu.next = ["lost"]
+    with pytest.raises(NotYet):
+        herald.drain()
+    herald.clock.advance(60_000)
+    operations = EventOperations(herald.store, herald.policy, herald.clock)
+    herald.store.before["settle"] = [lambda: operations.sent("svc:1", "om_1", by="alice")]
+    assert herald.drain() is DrainResult.CAUGHT_UP
+    assert herald.feishu.calls == ["send one"]  # the operator's word stands; nothing resent
+    assert [r["by"] for r in herald.job().resolutions] == ["alice"]
+
+
+def test_two_workers_settling_the_same_job_resend_it_once(herald: Harness) -> None:
+    herald.post("e1", "one")
+    herald.feishu.next = ["lost"]
+    with pytest.raises(NotYet):
+        herald.drain()
+    herald.clock.advance(60_000)
+    waited: list[int] = []
+
+    def the_other_worker_comes_too() -> None:
+        with pytest.raises(NotYet) as held:
+            herald.drain()
+        waited.append(held.value.delay_ms)
+
+    first = herald.dispatcher()
+    herald.store.before["complete"] = [the_other_worker_comes_too]
+    assert first.drain("svc", lambda: 10**9) is DrainResult.CAUGHT_UP
+    assert herald.feishu.calls == ["send one", "send one"] and waited == [LEASE_MS]
+
+
+def test_the_janitor_nudges_side_effects_left_behind_and_not_those_still_in_time(herald: Harness) -> None:
+    nudged: list[Nudge] = []
+    janitor = EventsJanitor(herald.store, nudged.append, grace_ms=120_000, clock=herald.clock)
+    herald.post("e1", "one")
+    herald.post("e2", "two")
+    claimed = herald.store.claim(herald.job(1), "a1", herald.clock() + LEASE_MS, herald.clock())
+    herald.store.mark(claimed, herald.clock())
+    assert janitor.nudge_overdue() == []  # its lease still runs
+    herald.clock.advance(LEASE_MS + 120_001)
+    (nudge,) = janitor.nudge_overdue()
+    assert (nudge.service_id, nudge.seq) == ("svc", 1)
+    herald.drain()
+    assert herald.job(1).status is JobStatus.SUCCEEDED and nudged == [nudge]
