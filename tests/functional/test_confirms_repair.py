@@ -3,7 +3,6 @@ second business effect and exactly one update push."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +15,19 @@ from herald.confirms.role_invitation import RoleInvitationBusiness
 from herald.confirms.wiring import confirms, deliveries
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.conftest import clear_herald_caches
-from tests.functional.test_confirms_flow import TARGET, accept, created, grants, invitation_item, stored_confirms
+from tests.functional.test_confirms_flow import (
+    TARGET,
+    accept,
+    created,
+    grants,
+    invitation_item,
+    invite,
+    stored_confirms,
+)
 from tests.support.aws import load_function
 from tests.support.clock import FakeClock, controlled_clock
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import ConfirmPipeline
-from tests.support.tokens import make_token
 from tests.support.waiting import eventually
 
 LEASE_MS = 1500
@@ -44,6 +50,16 @@ def api(pipeline: ConfirmPipeline, monkeypatch: pytest.MonkeyPatch) -> TestClien
 def clock(api: TestClient) -> FakeClock:
     """Herald's clock, moved by the test (after `api` settled the settings)."""
     return controlled_clock()
+
+
+def drain_after_its_backoff(pipeline: ConfirmPipeline) -> None:
+    """The push the IM sender handed back comes round again once its backoff ends (seconds): run it then."""
+
+    def came_back() -> None:
+        assert pipeline.pump_queue() >= 1
+
+    eventually(came_back, timeout=15)
+    pipeline.drain()
 
 
 def crash_before_owner(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -165,15 +181,9 @@ def test_a_crash_after_tencent_accepted_a_push_is_settled_from_its_history_not_s
         original(self, *args)
 
     monkeypatch.setattr(DynamoDeliveryStore, "sent", sent_then_crash)
-    created_invitation = api.post(
-        "/api/v1/role-invitations",
-        json={"invitation_type": "bd", "target_user_id": TARGET},
-        headers={"Authorization": f"Bearer {make_token('10001')}"},
-    )
-    assert created_invitation.status_code == 200
+    invite(api, "bd")
     pipeline.drain()
-    time.sleep(2.2)
-    pipeline.drain()
+    drain_after_its_backoff(pipeline)
     assert len(fake_im.messages) == 1 and len(calls) == 2
     (delivery,) = deliveries().for_confirm("lalu", fake_im.messages[0]["data"]["confirm_id"])
     assert delivery.status == "sent" and delivery.msg_key == fake_im.messages[0]["msg_key"]
@@ -185,15 +195,9 @@ def test_a_send_that_never_reached_tencent_is_sent_on_retry_after_the_history_ch
 ) -> None:
     """No answer (a 502) and nothing in the history: the retry sends, once."""
     fake_im.queue_faults({"status": 502})
-    invite_response = api.post(
-        "/api/v1/role-invitations",
-        json={"invitation_type": "bd", "target_user_id": TARGET},
-        headers={"Authorization": f"Bearer {make_token('10001')}"},
-    )
-    assert invite_response.status_code == 200
+    invite(api, "bd")
     pipeline.drain()
-    time.sleep(2.2)
-    pipeline.drain()
+    drain_after_its_backoff(pipeline)
     assert [m["data"]["type"] for m in fake_im.messages] == ["im_confirm"]
 
 
@@ -206,21 +210,11 @@ def test_a_push_whose_lost_send_is_older_than_tencents_history_is_dead_lettered_
     import boto3
 
     fake_im.queue_faults({"status": 502})  # no answer: Tencent may or may not have it
-    invite_response = api.post(
-        "/api/v1/role-invitations",
-        json={"invitation_type": "bd", "target_user_id": TARGET},
-        headers={"Authorization": f"Bearer {make_token('10001')}"},
-    )
-    assert invite_response.status_code == 200
+    invite(api, "bd")
     pipeline.pump_streams()
     pipeline.pump_queue()
     clock.advance(7 * 86_400_000 + 1)  # the push comes back (a redrive) after Tencent's history has moved on
-
-    def came_back() -> None:
-        assert pipeline.pump_queue() == 1  # visible again once its backoff ends
-
-    eventually(came_back, timeout=10)
-    pipeline.drain()
+    drain_after_its_backoff(pipeline)
     assert fake_im.messages == []  # never sent a second time
     dlq = pipeline.stack.resolve({"Ref": "ImPushDeadLetters"})
     (dead,) = boto3.client("sqs").receive_message(QueueUrl=dlq, MessageAttributeNames=["All"])["Messages"]

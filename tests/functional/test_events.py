@@ -220,15 +220,23 @@ def test_transient_failures_before_delivery_are_retried_and_bounded(
     assert third is not None and third.status is JobStatus.FAILED and "gave up after 5 attempts" in third.last_error
 
 
-def test_send_answered_500_after_it_arrived_is_unknown_then_settled_by_a_resend_with_its_uuid(
-    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, api: TestClient, service_keys: ServiceKeys
+def first_of_three_unknown_beside_another_service(
+    partner: Partner, other: Partner, feishu: FakeFeishu, events: EventsPipeline
 ) -> None:
-    other = Partner(api, service_keys, "billing", ["chat_id:oc_billing"])
+    """Three events of `partner`, the first sent but answered with a 500; one event of `other`; one drain."""
     feishu.queue_faults({"op": "send", "after_send": True})
     for n in range(3):
         partner.accept(f"e{n}", title=f"event {n}")
     other.accept("b1", title="billing", target={"receive_id": "oc_billing", "receive_id_type": "chat_id"})
     events.drain()
+
+
+def test_send_answered_500_after_it_arrived_is_unknown_then_settled_by_a_resend_with_its_uuid(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, api: TestClient, service_keys: ServiceKeys
+) -> None:
+    first_of_three_unknown_beside_another_service(
+        partner, Partner(api, service_keys, "billing", ["chat_id:oc_billing"]), feishu, events
+    )
     assert job_statuses("scheduler") == ["unknown", "queued", "queued"]  # its message comes back after a backoff
     assert titles(feishu, "oc_billing") == ["billing"]  # only its own service waits
     events.release_deferred()
@@ -248,12 +256,9 @@ def test_send_interrupted_after_the_mark_past_the_uuid_window_blocks_until_an_op
     service_keys: ServiceKeys,
     past_the_uuid_window: None,
 ) -> None:
-    other = Partner(api, service_keys, "billing", ["chat_id:oc_billing"])
-    feishu.queue_faults({"op": "send", "after_send": True})
-    for n in range(3):
-        partner.accept(f"e{n}", title=f"event {n}")
-    other.accept("b1", title="billing", target={"receive_id": "oc_billing", "receive_id_type": "chat_id"})
-    events.drain()
+    first_of_three_unknown_beside_another_service(
+        partner, Partner(api, service_keys, "billing", ["chat_id:oc_billing"]), feishu, events
+    )
     assert job_statuses("scheduler") == ["unknown", "queued", "queued"]
     assert titles(feishu) == ["event 0"]  # it did arrive, but Herald cannot know that
     assert titles(feishu, "oc_billing") == ["billing"]

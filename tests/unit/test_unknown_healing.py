@@ -235,14 +235,19 @@ def test_a_refusal_that_proves_nothing_about_the_first_try_leaves_it_to_an_opera
     assert job.awaiting_operator and job.heals == 1 and "230011" in job.evidence[-1]
 
 
-def test_an_operator_resolution_between_a_settling_decision_and_its_claim_wins(herald: Harness) -> None:
-    from herald.events.operations import EventOperations
-
+def unknown_and_due(herald: Harness) -> None:
+    """One job, sent but not answered: UNKNOWN, and due for its next try."""
     herald.post("e1", "one")
     herald.feishu.next = ["lost"]
     with pytest.raises(NotYet):
         herald.drain()
     herald.clock.advance(60_000)
+
+
+def test_an_operator_resolution_between_a_settling_decision_and_its_claim_wins(herald: Harness) -> None:
+    from herald.events.operations import EventOperations
+
+    unknown_and_due(herald)
     operations = EventOperations(herald.store, herald.policy, herald.clock)
     herald.store.before["settle"] = [lambda: operations.sent("svc:1", "om_1", by="alice")]
     assert herald.drain() is DrainResult.CAUGHT_UP
@@ -251,11 +256,7 @@ def test_an_operator_resolution_between_a_settling_decision_and_its_claim_wins(h
 
 
 def test_two_workers_settling_the_same_job_resend_it_once(herald: Harness) -> None:
-    herald.post("e1", "one")
-    herald.feishu.next = ["lost"]
-    with pytest.raises(NotYet):
-        herald.drain()
-    herald.clock.advance(60_000)
+    unknown_and_due(herald)
     waited: list[int] = []
 
     def the_other_worker_comes_too() -> None:
