@@ -347,17 +347,9 @@ class InMemoryJobStore:
             as_read = (current.status, current.generation, current.next_heal_at_ms)
             return bool(as_read == (JobStatus.UNKNOWN, job.generation, job.next_heal_at_ms))
 
-        return self._write(
-            "settle",
-            job,
-            still,
-            status=JobStatus.RUNNING,
-            attempt_id=attempt_id,
-            lock_until_ms=lease_until_ms,
-            marked_at_ms=now,
-            heals=job.heals + 1,
-            next_heal_at_ms=0,
-        )
+        self._write("settle", job, still)
+        settling = self.jobs[(job.service_id, job.seq)] = job.settling(attempt_id, lease_until_ms, now)
+        return settling
 
     def retry(self, job: Any, error: str, next_attempt_at_ms: int, now: int) -> None:
         from herald.events.models import JobStatus

@@ -426,15 +426,7 @@ class DynamoJobStore:
             & (jobs.generation == job.generation)
             & (jobs.next_heal_at_ms == job.next_heal_at_ms)
         )
-        settling = replace(
-            job,
-            status=JobStatus.RUNNING,
-            attempt_id=attempt_id,
-            lock_until_ms=lease_until_ms,
-            marked_at_ms=now,
-            heals=job.heals + 1,
-            next_heal_at_ms=0,
-        )
+        settling = job.settling(attempt_id, lease_until_ms, now)
         sets = {
             "status": str(JobStatus.RUNNING),
             "attempt_id": attempt_id,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -182,6 +182,18 @@ class Job:
     heals: int = 0  # Herald's tries at settling it while unknown
     next_heal_at_ms: int = 0  # unknown: when Herald tries to settle it next (0: an operator decides)
     evidence: tuple[str, ...] = ()  # what happened to it while unknown, one line each
+
+    def settling(self, attempt_id: str, lease_until_ms: int, now: int) -> Job:
+        """This unknown job taken back to running, marked, for one more try at settling it."""
+        return replace(
+            self,
+            status=JobStatus.RUNNING,
+            attempt_id=attempt_id,
+            lock_until_ms=lease_until_ms,
+            marked_at_ms=now,
+            heals=self.heals + 1,
+            next_heal_at_ms=0,
+        )
 
     @property
     def awaiting_operator(self) -> bool:
