@@ -124,12 +124,39 @@ def test_disabled_kind_is_skipped_and_task_completed_covers_failures(api: TestCl
         "question_pending": True,
         "approval_pending": True,
         "subagent_done": False,
+        "system_notify": True,
     }
     api.put("/api/v1/inbox/preferences", json={"task_completed": False}, headers=_user())
     assert notify(api, producer, kind="TASK_FAILED", tail="e9")["skipped"] == "preference"
     api.put("/api/v1/inbox/preferences", json={"task_completed": True}, headers=_user())
     assert notify(api, producer, kind="TASK_FAILED", tail="e9")["created"] is True
     assert api.put("/api/v1/inbox/preferences", json={"nonsense": True}, headers=_user()).status_code == 400
+
+
+def test_system_notify_defaults_on_round_trips_alone_and_never_stops_recording(
+    api: TestClient, producer: dict[str, str]
+) -> None:
+    assert api.get("/api/v1/inbox/preferences", headers=_user()).json()["data"]["system_notify"] is True
+    saved = api.put("/api/v1/inbox/preferences", json={"system_notify": False}, headers=_user())
+    assert saved.status_code == 200 and saved.json()["data"]["system_notify"] is False
+    read = api.get("/api/v1/inbox/preferences", headers=_user()).json()["data"]
+    assert read == {**read, "system_notify": False, "task_completed": True, "subagent_done": False}
+    assert notify(api, producer, kind="TASK_COMPLETED", tail="t1")["created"] is True  # the client's switch only
+    assert count(api) == 1
+    assert api.get("/api/v1/inbox/preferences", headers=_user(OTHER)).json()["data"]["system_notify"] is True
+
+
+def test_preferences_stored_before_system_notify_existed_read_it_as_on(api: TestClient, aws: StackTemplate) -> None:
+    """A preferences item written by an earlier Herald (the four kind switches only)."""
+    boto3.client("dynamodb").put_item(
+        TableName=aws.physical_name("InboxTable"),
+        Item={"pk": {"S": f"U#lalu#{USER}"}, "sk": {"S": "PREFS"}, "task_completed": {"BOOL": False}},
+    )
+    read = api.get("/api/v1/inbox/preferences", headers=_user()).json()["data"]
+    assert read["task_completed"] is False and read["system_notify"] is True
+    api.put("/api/v1/inbox/preferences", json={"system_notify": False}, headers=_user())
+    read = api.get("/api/v1/inbox/preferences", headers=_user()).json()["data"]
+    assert read["task_completed"] is False and read["system_notify"] is False
 
 
 def test_resolve_marks_read_is_idempotent_and_unknown_is_a_no_op(api: TestClient, producer: dict[str, str]) -> None:

@@ -64,10 +64,11 @@ def test_payload_at_the_documented_limits_is_accepted_and_read_back_as_sent(
     assert item["payload"] == payload
 
 
-@pytest.mark.parametrize("value", ["yes", 1, None, "true", 0])
-def test_preference_that_is_not_a_boolean_is_400_and_changes_nothing(api: TestClient, value: Any) -> None:
+@pytest.mark.parametrize("switch", ["subagent_done", "system_notify"])
+@pytest.mark.parametrize("value", ["yes", 1, None, "true", 0, [], {}])
+def test_preference_that_is_not_a_boolean_is_400_and_changes_nothing(api: TestClient, switch: str, value: Any) -> None:
     before = api.get("/api/v1/inbox/preferences", headers=_user()).json()["data"]
-    response = api.put("/api/v1/inbox/preferences", json={"subagent_done": value}, headers=_user())
+    response = api.put("/api/v1/inbox/preferences", json={switch: value}, headers=_user())
     assert response.status_code == 400 and response.json()["code"] == "INVALID_ARGUMENT", response.text
     assert api.get("/api/v1/inbox/preferences", headers=_user()).json()["data"] == before
 

@@ -181,3 +181,29 @@ def test_a_connection_is_told_and_closed_once_its_token_expired_instead_of_recei
 
     frames, closed = asyncio.run(scenario())
     assert [frame["type"] for frame in frames] == ["token_expired"] and closed
+
+
+def test_system_notify_defaults_on_even_for_preferences_stored_before_it_and_round_trips(
+    cloud: LocalCloudProcess,
+) -> None:
+    """On the local cloud's engine (DynamoDB Local under HERALD_TEST_DYNAMODB=local): a new user, a user whose
+    preferences an earlier Herald stored (kind switches only), a PUT and GET round trip, a bad value."""
+    fresh, earlier = new_user(), new_user()
+    cloud.client("dynamodb").put_item(
+        TableName=cloud.resource("InboxTable"),
+        Item={"pk": {"S": f"U#lalu#{earlier}"}, "sk": {"S": "PREFS"}, "subagent_done": {"BOOL": True}},
+    )
+
+    def preferences(user: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {make_token(user)}"}
+        url = f"{cloud.http_url}/api/v1/inbox/preferences"
+        return httpx.put(url, json=body, headers=headers) if body is not None else httpx.get(url, headers=headers)
+
+    assert preferences(fresh).json()["data"]["system_notify"] is True
+    stored = preferences(earlier).json()["data"]
+    assert stored["system_notify"] is True and stored["subagent_done"] is True
+    assert preferences(earlier, {"system_notify": False}).json()["data"]["system_notify"] is False
+    assert preferences(earlier).json()["data"] == {**stored, "system_notify": False}
+    refused = preferences(earlier, {"system_notify": "false"})
+    assert refused.status_code == 400 and refused.json()["code"] == "INVALID_ARGUMENT"
+    assert preferences(earlier).json()["data"]["system_notify"] is False

@@ -103,6 +103,7 @@ class PreferencesRow(Model):
     question_pending = BooleanAttribute(null=True)
     approval_pending = BooleanAttribute(null=True)
     subagent_done = BooleanAttribute(null=True)
+    system_notify = BooleanAttribute(null=True)
 
 
 class TombstoneRow(Model):

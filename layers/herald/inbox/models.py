@@ -30,6 +30,9 @@ DEFAULT_PREFERENCES = {
     "question_pending": True,
     "approval_pending": True,
     "subagent_done": False,
+    # The desktop client's master switch for system notifications (the inbox design's P2). Herald records
+    # and counts notifications whatever it says; clients read it here and decide whether to raise them.
+    "system_notify": True,
 }
 
 

@@ -82,10 +82,14 @@ class UnreadCount(BaseModel):
 
 
 class Preferences(BaseModel):
+    """The four kind switches decide what Herald records for the user; `system_notify` is the desktop
+    client's master switch for system notifications (default on), read by clients and kept by Herald."""
+
     task_completed: bool
     question_pending: bool
     approval_pending: bool
     subagent_done: bool
+    system_notify: bool = Field(description="Show desktop system notifications (the client's master switch).")
 
 
 class PreferencesIn(BaseModel):
@@ -97,6 +101,7 @@ class PreferencesIn(BaseModel):
     question_pending: StrictBool = None  # type: ignore[assignment]
     approval_pending: StrictBool = None  # type: ignore[assignment]
     subagent_done: StrictBool = None  # type: ignore[assignment]
+    system_notify: StrictBool = None  # type: ignore[assignment]
 
 
 @producer_router.post(
