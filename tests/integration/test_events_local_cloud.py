@@ -9,6 +9,7 @@ import secrets
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
-from tests.support.local_cloud import REPO, LocalCloudProcess
+from tests.support.local_cloud import RATE_LIMITS_OFF, REPO, LocalCloudProcess
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -136,3 +137,40 @@ def _job(cloud: LocalCloudProcess, partner: Partner, seq: int) -> dict[str, Any]
 
 def _assert_equal(actual: Any, expected: Any) -> None:
     assert actual == expected
+
+
+@pytest.fixture(scope="module")
+def closed_window_cloud(
+    tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None, sqs_endpoint: str | None
+) -> Iterator[LocalCloudProcess]:
+    """A local cloud configured as if Feishu's uuid window had already closed for every send."""
+    process = LocalCloudProcess(
+        tmp_path_factory.mktemp("closed-window"),
+        dynamodb_endpoint=dynamodb_endpoint,
+        sqs_endpoint=sqs_endpoint,
+        env={"HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS": "0", **RATE_LIMITS_OFF},
+    ).start()
+    yield process
+    process.stop()
+
+
+def test_past_the_uuid_window_an_unknown_send_waits_for_an_operator_with_its_evidence(
+    closed_window_cloud: LocalCloudProcess,
+) -> None:
+    cloud = closed_window_cloud
+    stuck = Partner(cloud, "late")
+    httpx.post(f"{cloud.fake_url('feishu')}/__fake/faults", json=[{"op": "send", "after_send": True}])
+    stuck.post(0)
+    stuck.post(1)
+
+    def left_to_an_operator() -> dict[str, Any]:
+        rows = [row for row in herald_ops(cloud, "unknown") if row["service_id"] == stuck.service_id]
+        assert len(rows) == 1 and rows[0]["awaiting_operator"] is True, rows
+        return rows[0]
+
+    row = eventually(left_to_an_operator)
+    assert "uuid window" in row["evidence"][-1] and row["waiting_behind"] == 1
+    assert titles_for(cloud, stuck) == [f"{stuck.service_id} #0"]  # never sent a second time
+    (resolved,) = herald_ops(cloud, "resolve", row["job_id"], "--sent", "om_found", "--by", "oncall")
+    assert resolved["resolutions"][-1]["by"] == "oncall"
+    eventually(lambda: _assert_equal(titles_for(cloud, stuck), [f"{stuck.service_id} #{n}" for n in range(2)]))
