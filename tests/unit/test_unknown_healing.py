@@ -4,6 +4,7 @@ with the evidence, where it does not (the in-memory store, a scripted Feishu and
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -283,3 +284,18 @@ def test_the_janitor_nudges_side_effects_left_behind_and_not_those_still_in_time
     assert (nudge.service_id, nudge.seq) == ("svc", 1)
     herald.drain()
     assert herald.job(1).status is JobStatus.SUCCEEDED and nudged == [nudge]
+
+
+def test_only_a_blocked_job_moved_on_by_an_operator_or_removed_nudges_its_service_not_a_settling_try(
+    herald: Harness,
+) -> None:
+    from herald.events.dispatch import nudges_for
+    from herald.events.models import JobStatus as Status
+
+    herald.post("e1", "one")
+    queued = herald.job()
+    unknown = replace(queued, status=Status.UNKNOWN, next_heal_at_ms=1)
+    assert [n.why for n in nudges_for(None, queued)] == ["new"]
+    assert nudges_for(unknown, unknown.settling("a2", 2, 1)) == []  # its worker carries on
+    assert [n.why for n in nudges_for(unknown, replace(unknown, status=Status.QUEUED, generation=1))] == ["resolved-1"]
+    assert [n.why for n in nudges_for(unknown, None)] == ["removed"]

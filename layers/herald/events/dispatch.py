@@ -172,10 +172,12 @@ class Nudge:
 
 def nudges_for(old: Job | None, new: Job | None) -> list[Nudge]:
     """The dispatch messages one stored change of a job calls for (the table's stream is the outbox).
-    A retry needs none: the message that ran the attempt comes back for it."""
+    A retry needs none: the message that ran the attempt comes back for it; nor does a worker taking an
+    unknown job back to running to settle it (that worker carries on, or the janitor finds its lease ended)."""
     if new is not None and old is None:
         return [Nudge(new.service_id, new.seq, "new")]
-    if old is not None and old.status.blocking and (new is None or not new.status.blocking):
+    unblocked = new is None or not (new.status.blocking or new.status is JobStatus.RUNNING)
+    if old is not None and old.status.blocking and unblocked:
         why = "removed" if new is None else f"resolved-{new.generation}"
         return [Nudge(old.service_id, old.seq, why)]
     return []
