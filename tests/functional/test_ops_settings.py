@@ -12,7 +12,7 @@ from herald_ops.cli import main
 from moto import mock_aws
 
 from herald.clock import now_ms
-from herald.events.dynamo import DynamoJobStore
+from herald.events.dynamo import DynamoDispatchStore, DynamoIntakeStore
 from herald.events.models import ExternalEvent, JobStatus
 from herald_dev import moto_patches
 from tests.support.aws import create_stack
@@ -64,8 +64,8 @@ def deployed() -> Iterator[str]:
 
 
 def test_an_operators_resolution_follows_the_deployed_stacks_retention(deployed: str) -> None:
-    store = DynamoJobStore(deployed)
-    job = store.append("scheduler", ExternalEvent.from_content("e1", EVENT), now_ms)
+    job = DynamoIntakeStore(deployed).append("scheduler", ExternalEvent.from_content("e1", EVENT), now_ms)
+    store = DynamoDispatchStore(deployed)
     job = store.claim(job, "attempt-1", now_ms() + 60_000, now_ms())
     store.block(job, JobStatus.FAILED, "Feishu refused it", now_ms(), None)
 

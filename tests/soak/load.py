@@ -344,14 +344,14 @@ class LoadRun:
                 return result
             await asyncio.sleep(1)
 
-    def _job_store(self) -> Any:
-        from herald.events.dynamo import DynamoJobStore
+    def _events_store(self) -> Any:
+        from herald.events.dynamo import DynamoOperationsStore
 
-        return DynamoJobStore(self.resources["ExternalEventsTable"]["Ref"], self.dynamodb)
+        return DynamoOperationsStore(self.resources["ExternalEventsTable"]["Ref"], self.dynamodb)
 
     def _healed_by_herald(self) -> int:
         """UNKNOWN jobs of this run Herald settled itself (a resolution by `herald` on the job)."""
-        store, service_id = self._job_store(), f"load-{self.run_id}"
+        store, service_id = self._events_store(), f"load-{self.run_id}"
         jobs = (store.job(service_id, seq) for seq in range(1, store.head(service_id).next_seq + 1))
         return sum(1 for job in jobs if job and any(r.get("by") == "herald" for r in job.resolutions))
 
@@ -363,7 +363,7 @@ class LoadRun:
         from herald.events.models import JobStatus
         from herald.events.operations import EventOperations
 
-        operations = EventOperations(self._job_store(), DispatchPolicy())
+        operations = EventOperations(self._events_store(), DispatchPolicy())
         blocked = [
             job
             for job, _ in await asyncio.to_thread(operations.blocked)

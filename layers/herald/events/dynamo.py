@@ -1,4 +1,5 @@
-"""DynamoDB adapter for external events. One table (`pk`, `sk`); its stream is the dispatch outbox.
+"""DynamoDB adapters for external events: one table (`pk`, `sk`), one store per port (intake, dispatch, operations)
+over the shared `EventsTable`; the table's stream is the dispatch outbox.
 
 * `pk = SVC#<service>, sk = HEAD` — `next_seq` (the last receive sequence given; `last_received_at_ms` its
   time) and `done_seq` (every job up to it is finished): the service's counter and cursor;
@@ -198,7 +199,9 @@ def job_from_image(image: Image) -> Job | None:
     return JobRow.from_raw_data(image).job()
 
 
-class DynamoJobStore:
+class EventsTable:
+    """The external-events table, bound once: the reads every port shares, and the guarded writes."""
+
     def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
         self._database = database = Database(client)
         self._jobs = database.bind(JobRow, table_name)
@@ -206,7 +209,92 @@ class DynamoJobStore:
         self._records = database.bind(EventRecordRow, table_name)
         self._cards = database.bind(CardRow, table_name)
 
-    # ------------------------------------------------------------------ intake
+    def head(self, service_id: str) -> ServiceHead:
+        try:
+            row = self._heads.get(service_pk(service_id), HEAD, consistent_read=True)
+        except self._heads.DoesNotExist:
+            return ServiceHead(service_id)
+        return ServiceHead(
+            service_id,
+            next_seq=row.next_seq or 0,
+            done_seq=row.done_seq or 0,
+            last_received_at_ms=row.last_received_at_ms or 0,
+        )
+
+    def job(self, service_id: str, seq: int) -> Job | None:
+        try:
+            return self._jobs.get(service_pk(service_id), job_sk(seq), consistent_read=True).job()
+        except self._jobs.DoesNotExist:
+            return None
+
+    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None:
+        try:
+            row = self._cards.get(card_pk(service_id, card_id, target), CARD, consistent_read=True)
+        except self._cards.DoesNotExist:
+            return None
+        return CardMessage(row.message_id, row.revision, row.content_hash)
+
+    def _changes(self, sets: Mapping[str, Any], removes: tuple[str, ...] = ()) -> list[Action]:
+        attributes = self._jobs.get_attributes()
+        changes: list[Action] = [attributes[name].set(value) for name, value in sets.items()]
+        return changes + [attributes[name].remove() for name in removes]
+
+    def _by_attempt(self, job: Job) -> Condition:
+        """Still in the status it was read in, and still this attempt's."""
+        same: Condition = (self._jobs.status == str(job.status)) & (self._jobs.attempt_id == job.attempt_id)
+        return same
+
+    def _row_of(self, job: Job) -> JobRow:
+        return self._jobs(pk=service_pk(job.service_id), sk=job_sk(job.seq))
+
+    def _guarded(self, write: Callable[[], object], job: Job, landed: Callable[[Job], bool]) -> None:
+        """Run one conditional write of `job`. When its condition fails, the job is read again: a write whose
+        earlier try landed (a timeout the SDK retried) is done; anything else means the job moved on."""
+        try:
+            write()
+        except (UpdateError, Cancelled) as error:
+            if isinstance(error, UpdateError) and not condition_failed(error):
+                raise
+            current = self.job(job.service_id, job.seq)
+            if current is not None and landed(current):
+                return
+            raise StaleJob(str(error)) from error
+
+    @staticmethod
+    def _now_by(job: Job, status: JobStatus) -> Callable[[Job], bool]:
+        """The job is in `status` by the same attempt: this write (or its earlier try) took it there."""
+        return lambda current: current.status is status and current.attempt_id == job.attempt_id
+
+    def _update(self, job: Job, sets: Mapping[str, Any], removes: tuple[str, ...], condition: Condition) -> None:
+        self._row_of(job).update(actions=self._changes(sets, removes), condition=condition)
+
+    def _dedup_expiry(self, transaction: Transaction, job: Job, expires_at_ms: int) -> None:
+        """From a job's end, its event id stays known for the retention (the dedup window)."""
+        records = self._records
+        transaction.update(
+            records(pk=event_pk(job.service_id, job.event.event_id)),
+            [records.expires_at.set(_expiry(expires_at_ms))],
+            records.seq == job.seq,
+        )
+
+    def _card_put(self, transaction: Transaction, card: CardWrite, now: int) -> None:
+        cards = self._cards
+        row = cards(
+            pk=card_pk(card.service_id, card.card_id, card.target),
+            message_id=card.card.message_id,
+            revision=card.card.revision,
+            content_hash=card.card.content_hash,
+            updated_at_ms=now,
+        )
+        expected = (
+            cards.pk.does_not_exist() if card.expected_revision is None else cards.revision == card.expected_revision
+        )
+        transaction.put(row, expected)
+
+
+class DynamoIntakeStore(EventsTable):
+    """IntakeStore: an event becomes the next job of its service."""
+
     def append(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
         """The event becomes job `next_seq + 1` in one transaction with the counter and its dedup record;
         a lost race for the counter reads it again, so sequence order is the order of commits, and
@@ -282,48 +370,10 @@ class DynamoJobStore:
             return None
         return StoredEvent(event_id, row.seq, row.content_hash, row.received_at_ms)
 
-    # ------------------------------------------------------------------ reads
-    def head(self, service_id: str) -> ServiceHead:
-        try:
-            row = self._heads.get(service_pk(service_id), HEAD, consistent_read=True)
-        except self._heads.DoesNotExist:
-            return ServiceHead(service_id)
-        return ServiceHead(
-            service_id,
-            next_seq=row.next_seq or 0,
-            done_seq=row.done_seq or 0,
-            last_received_at_ms=row.last_received_at_ms or 0,
-        )
 
-    def job(self, service_id: str, seq: int) -> Job | None:
-        try:
-            return self._jobs.get(service_pk(service_id), job_sk(seq), consistent_read=True).job()
-        except self._jobs.DoesNotExist:
-            return None
+class DynamoDispatchStore(EventsTable):
+    """DispatchStore: a job's attempts, one conditional write each; the head moves with its job."""
 
-    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None:
-        try:
-            row = self._cards.get(card_pk(service_id, card_id, target), CARD, consistent_read=True)
-        except self._cards.DoesNotExist:
-            return None
-        return CardMessage(row.message_id, row.revision, row.content_hash)
-
-    def in_flight_until(self, before_ms: int) -> list[Job]:
-        """Marked jobs whose lease ended before `before_ms`: their worker died (or its message was lost)."""
-        jobs = self._jobs
-        rows = jobs.by_attention.query(IN_FLIGHT, jobs.attention_sk < f"{before_ms:013d}")
-        return [row.job() for row in rows if row.item_type == JOB_ITEM]
-
-    def blocked(self) -> list[Job]:
-        jobs = [
-            row.job()
-            for status in (JobStatus.FAILED, JobStatus.UNKNOWN)
-            for row in self._jobs.by_attention.query(str(status))
-            if row.item_type == JOB_ITEM
-        ]
-        return sorted(jobs, key=lambda job: job.blocked_at_ms)
-
-    # ------------------------------------------------------------------ the job's transitions
     def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
         heads = self._heads
         try:
@@ -340,40 +390,6 @@ class DynamoJobStore:
         transaction.update(
             heads(pk=service_pk(job.service_id)), [heads.done_seq.set(job.seq)], heads.done_seq == job.seq - 1
         )
-
-    def _changes(self, sets: Mapping[str, Any], removes: tuple[str, ...] = ()) -> list[Action]:
-        attributes = self._jobs.get_attributes()
-        changes: list[Action] = [attributes[name].set(value) for name, value in sets.items()]
-        return changes + [attributes[name].remove() for name in removes]
-
-    def _by_attempt(self, job: Job) -> Condition:
-        """Still in the status it was read in, and still this attempt's."""
-        same: Condition = (self._jobs.status == str(job.status)) & (self._jobs.attempt_id == job.attempt_id)
-        return same
-
-    def _row_of(self, job: Job) -> JobRow:
-        return self._jobs(pk=service_pk(job.service_id), sk=job_sk(job.seq))
-
-    def _guarded(self, write: Callable[[], object], job: Job, landed: Callable[[Job], bool]) -> None:
-        """Run one conditional write of `job`. When its condition fails, the job is read again: a write whose
-        earlier try landed (a timeout the SDK retried) is done; anything else means the job moved on."""
-        try:
-            write()
-        except (UpdateError, Cancelled) as error:
-            if isinstance(error, UpdateError) and not condition_failed(error):
-                raise
-            current = self.job(job.service_id, job.seq)
-            if current is not None and landed(current):
-                return
-            raise StaleJob(str(error)) from error
-
-    @staticmethod
-    def _now_by(job: Job, status: JobStatus) -> Callable[[Job], bool]:
-        """The job is in `status` by the same attempt: this write (or its earlier try) took it there."""
-        return lambda current: current.status is status and current.attempt_id == job.attempt_id
-
-    def _update(self, job: Job, sets: Mapping[str, Any], removes: tuple[str, ...], condition: Condition) -> None:
-        self._row_of(job).update(actions=self._changes(sets, removes), condition=condition)
 
     def claim(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job:
         jobs = self._jobs
@@ -519,6 +535,25 @@ class DynamoJobStore:
 
         self._guarded(lambda: self._database.transact(write), job, self._now_by(job, status))
 
+
+class DynamoOperationsStore(EventsTable):
+    """OperationsStore and the janitor's OverdueJobs: blocked and left-behind jobs, an operator's resolution."""
+
+    def blocked(self) -> list[Job]:
+        jobs = [
+            row.job()
+            for status in (JobStatus.FAILED, JobStatus.UNKNOWN)
+            for row in self._jobs.by_attention.query(str(status))
+            if row.item_type == JOB_ITEM
+        ]
+        return sorted(jobs, key=lambda job: job.blocked_at_ms)
+
+    def in_flight_until(self, before_ms: int) -> list[Job]:
+        """Marked jobs whose lease ended before `before_ms`: their worker died (or its message was lost)."""
+        jobs = self._jobs
+        rows = jobs.by_attention.query(IN_FLIGHT, jobs.attention_sk < f"{before_ms:013d}")
+        return [row.job() for row in rows if row.item_type == JOB_ITEM]
+
     def resolve(
         self,
         job: Job,
@@ -580,26 +615,3 @@ class DynamoJobStore:
             lambda current: current.generation == resolved.generation and current.status is status,
         )
         return resolved
-
-    def _dedup_expiry(self, transaction: Transaction, job: Job, expires_at_ms: int) -> None:
-        """From a job's end, its event id stays known for the retention (the dedup window)."""
-        records = self._records
-        transaction.update(
-            records(pk=event_pk(job.service_id, job.event.event_id)),
-            [records.expires_at.set(_expiry(expires_at_ms))],
-            records.seq == job.seq,
-        )
-
-    def _card_put(self, transaction: Transaction, card: CardWrite, now: int) -> None:
-        cards = self._cards
-        row = cards(
-            pk=card_pk(card.service_id, card.card_id, card.target),
-            message_id=card.card.message_id,
-            revision=card.card.revision,
-            content_hash=card.card.content_hash,
-            updated_at_ms=now,
-        )
-        expected = (
-            cards.pk.does_not_exist() if card.expected_revision is None else cards.revision == card.expected_revision
-        )
-        transaction.put(row, expected)

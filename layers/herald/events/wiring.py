@@ -1,18 +1,32 @@
 """The external-event services' parts. The Feishu client (and urllib3 behind it) is imported by the one part
 that delivers, so the outbox and the HTTP function never load it (cold start)."""
 
+from dataclasses import dataclass
+
 from herald.container import Container, part
 from herald.events.dispatch import DispatchPolicy, EventDispatcher, EventsJanitor
-from herald.events.dynamo import DynamoJobStore
+from herald.events.dynamo import DynamoDispatchStore, DynamoIntakeStore, DynamoOperationsStore
 from herald.events.operations import EventOperations
 from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
 from herald.observability import metrics
 
 
+@dataclass(frozen=True)
+class EventStores:
+    """The events table behind each of its ports."""
+
+    intake: DynamoIntakeStore
+    dispatch: DynamoDispatchStore
+    operations: DynamoOperationsStore
+
+
 @part
-def job_store(c: Container) -> DynamoJobStore:
-    return DynamoJobStore(c.settings.events_table, c.clients.dynamodb)
+def event_stores(c: Container) -> EventStores:
+    table, client = c.settings.events_table, c.clients.dynamodb
+    return EventStores(
+        DynamoIntakeStore(table, client), DynamoDispatchStore(table, client), DynamoOperationsStore(table, client)
+    )
 
 
 @part
@@ -32,7 +46,7 @@ def policy(c: Container) -> DispatchPolicy:
 
 @part
 def intake(c: Container) -> EventIntake:
-    return EventIntake(job_store(c), clock=c.clock)
+    return EventIntake(event_stores(c).intake, clock=c.clock)
 
 
 @part
@@ -53,7 +67,7 @@ def dispatcher(c: Container) -> EventDispatcher:
         app_secret=secret_source(settings.feishu_app_secret, settings.feishu_app_secret_parameter, "Feishu app secret"),
     )
     return EventDispatcher(
-        job_store(c),
+        event_stores(c).dispatch,
         service_keys(c),
         feishu,
         policy(c),
@@ -71,9 +85,9 @@ def _outcome_metric(outcome: str) -> str:
 @part
 def events_janitor(c: Container) -> EventsJanitor:
     grace_ms = c.settings.events_janitor_grace_seconds * 1000
-    return EventsJanitor(job_store(c), dispatch_queue(c).publish, grace_ms, clock=c.clock)
+    return EventsJanitor(event_stores(c).operations, dispatch_queue(c).publish, grace_ms, clock=c.clock)
 
 
 @part
 def operations(c: Container) -> EventOperations:
-    return EventOperations(job_store(c), policy(c), clock=c.clock)
+    return EventOperations(event_stores(c).operations, policy(c), clock=c.clock)
