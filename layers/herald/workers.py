@@ -99,22 +99,23 @@ def process_fifo(
     lag_metric: str,
 ) -> dict[str, Any]:
     """`lag_metric` receives, per record, how long it waited in the queue (ms since it was first sent)."""
-    hidden_for: dict[str, int] = {}  # message id -> seconds, for each record that failed or was skipped
-    group_hidden_for: dict[str, int] = {}  # message group -> seconds, set by its first failed record
+    # A group's first failed record sets how long it is hidden; the records behind it in the batch are hidden
+    # just as long, so they come back with it, in order.
+    group_hidden_for: dict[str, int] = {}
     failed: list[QueueMessage] = []
     with budgets.invocation(context.get_remaining_time_in_millis):
         for message in map(QueueMessage.from_record, event.get("Records", [])):
-            if message.group_id in group_hidden_for:  # behind a failure in its group: back together with it
-                hidden_for[message.message_id] = group_hidden_for[message.group_id]
-                failed.append(message)
-                continue
-            delay = _handle_one(message, handle, dead_letter_queue_url, lag_metric)
-            if delay is not None:
-                hidden_for[message.message_id] = group_hidden_for[message.group_id] = delay
-                failed.append(message)
+            if message.group_id not in group_hidden_for:
+                delay = _handle_one(message, handle, dead_letter_queue_url, lag_metric)
+                if delay is None:
+                    continue
+                group_hidden_for[message.group_id] = delay
+            failed.append(message)
     for message in failed:
         aws.sqs().change_message_visibility(
-            QueueUrl=queue_url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=hidden_for[message.message_id]
+            QueueUrl=queue_url,
+            ReceiptHandle=message.receipt_handle,
+            VisibilityTimeout=group_hidden_for[message.group_id],
         )
     return _failures([message.message_id for message in failed])
 

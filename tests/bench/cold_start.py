@@ -41,20 +41,19 @@ print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 FASTAPI_FLOOR = """
-import gc, time, resource
+import time, resource
 t0 = time.perf_counter()
-gc.disable()  # as herald.coldstart.permanent_imports does for every entry point
-import boto3
-from fastapi import FastAPI
-from mangum import Mangum
-from pydantic import BaseModel
-class Health(BaseModel):
-    status: str
-app = FastAPI()
-app.get("/health", response_model=Health)(lambda: Health(status="ok"))
-Mangum(app, lifespan="off")
-gc.freeze()
-gc.enable()
+from herald.coldstart import permanent_imports  # loaded as every entry point loads
+with permanent_imports():
+    import boto3
+    from fastapi import FastAPI
+    from mangum import Mangum
+    from pydantic import BaseModel
+    class Health(BaseModel):
+        status: str
+    app = FastAPI()
+    app.get("/health", response_model=Health)(lambda: Health(status="ok"))
+    Mangum(app, lifespan="off")
 boto3.client("dynamodb")
 elapsed = time.perf_counter() - t0
 print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)

@@ -371,9 +371,8 @@ class InMemoryJobStore:
         from herald.events.models import JobStatus
 
         evidence = (*job.evidence, f"{now}: {reason}") if status is JobStatus.UNKNOWN else job.evidence
-        blocked_at = job.blocked_at_ms if job.heals else now
         self._write(
-            "block", job, self._by_attempt(job), status=status, last_error=reason, blocked_at_ms=blocked_at,
+            "block", job, self._by_attempt(job), status=status, last_error=reason, blocked_at_ms=job.blocked_since(now),
             next_heal_at_ms=heal_at_ms, evidence=evidence, lock_until_ms=0,
         )  # fmt: skip
 

@@ -150,8 +150,8 @@ class ConfirmDelivery:
         deliveries: DeliveryStore,
         im: ImSender,
         max_attempts: int,
+        history_ms: int,
         clock: Clock = now_ms,
-        history_ms: int = 7 * 86_400_000,
     ) -> None:
         self._confirms = confirms  # a ConfirmStore (only `get` is used)
         self._deliveries = deliveries

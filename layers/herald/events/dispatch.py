@@ -9,7 +9,7 @@ with backoff (bounded, then the job fails); after it, only an answer from the pr
 sends the job back; anything else (no answer, a crash) leaves the job `unknown`, and the service waits.
 
 An unknown job is settled by Herald wherever Feishu's own rules make a second try provably harmless (the
-evidence of each try is kept on the job; docs/feishu-side-effects.md cites the rules):
+evidence of each try is kept on the job; docs/side-effects.md cites the rules):
 
 * a card **send** carries the job's `uuid`, and Feishu sends at most one message per uuid within an hour: a
   resend inside that window (counted from the job's first mark, less a margin for clocks) cannot deliver a
@@ -303,14 +303,7 @@ class EventDispatcher:
             return self._not_done(job, exc)
         job = self._store.mark(job, self._clock())
         try:
-            if decision is CardDecision.UPDATE and current is not None:
-                self._messenger.update_card(current.message_id, card_of(event))
-                message_id, outcome = current.message_id, "updated"
-            else:
-                message_id = self._messenger.send_card(
-                    event.target.receive_id_type, event.target.receive_id, card_of(event), job.feishu_uuid
-                )
-                outcome = "sent"
+            message_id, outcome = self._write_card(job, decision, current)
         except DeliveryError as exc:
             if exc.maybe_delivered:
                 return self._still_unknown(job, f"{_verb(decision)} not answered as done: {exc}", decision=decision)
@@ -319,6 +312,18 @@ class EventDispatcher:
             self._unknown(job, f"interrupted after its side effect was marked: {exc!r}", decision=decision)
             raise
         return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card_write(job, message_id, current))
+
+    def _write_card(self, job: Job, decision: CardDecision, current: CardMessage | None) -> tuple[str, str]:
+        """The side effect itself: the card's update (its message exists) or a send with the job's uuid.
+        Returns the message id and the outcome."""
+        event = job.event
+        if decision is CardDecision.UPDATE and current is not None:
+            self._messenger.update_card(current.message_id, card_of(event))
+            return current.message_id, "updated"
+        target = event.target
+        return self._messenger.send_card(
+            target.receive_id_type, target.receive_id, card_of(event), job.feishu_uuid
+        ), "sent"
 
     def _decision(self, job: Job) -> tuple[CardMessage | None, CardDecision]:
         """What the job's card calls for, given where its card id was delivered (a one-off event: a send)."""
@@ -351,22 +356,17 @@ class EventDispatcher:
         except DeliveryError as exc:
             return self._still_unknown(job, f"token request failed, nothing tried: {exc}")
         try:
-            if decision is CardDecision.UPDATE and current is not None:
-                self._messenger.update_card(current.message_id, card_of(event))
-                message_id, outcome = current.message_id, "updated"
-                how = f"revision {event.revision} written to message {message_id} again; Feishu answered done"
-            else:
-                message_id = self._messenger.send_card(
-                    event.target.receive_id_type, event.target.receive_id, card_of(event), job.feishu_uuid
-                )
-                outcome = "sent"
-                how = f"sent again with uuid {job.feishu_uuid} inside Feishu's window; Feishu answered {message_id}"
+            message_id, outcome = self._write_card(job, decision, current)
         except DeliveryError as exc:
             refused = not exc.retryable and not exc.maybe_delivered  # a clear "no" that says nothing of the first
             return self._still_unknown(job, f"{_verb(decision)} tried again: {exc}", final=refused, decision=decision)
         except Exception as exc:
             self._unknown(job, f"interrupted while being settled: {exc!r}", decision=decision)
             raise
+        if outcome == "updated":
+            how = f"revision {event.revision} written to message {message_id} again; Feishu answered done"
+        else:
+            how = f"sent again with uuid {job.feishu_uuid} inside Feishu's window; Feishu answered {message_id}"
         return self._settled(job, outcome, message_id, card_write(job, message_id, current), how)
 
     def _window_closed(self, job: Job, now: int) -> str:

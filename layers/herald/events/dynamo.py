@@ -476,13 +476,13 @@ class DynamoDispatchStore(EventsTable):
     def block(
         self, job: Job, status: JobStatus, reason: str, now: int, expires_at_ms: int | None, heal_at_ms: int = 0
     ) -> None:
-        jobs = self._jobs
+        jobs, blocked_at = self._jobs, job.blocked_since(now)
         sets: dict[str, Any] = {
             "status": str(status),
             "last_error": reason[:1000],
-            "blocked_at_ms": job.blocked_at_ms if job.heals else now,  # blocked since the first time, while settled
+            "blocked_at_ms": blocked_at,
             "attention": str(status),
-            "attention_sk": _attention_sk(job, job.blocked_at_ms if job.heals else now),
+            "attention_sk": _attention_sk(job, blocked_at),
             "updated_at_ms": now,
         }
         if expires_at_ms is not None:
@@ -492,11 +492,11 @@ class DynamoDispatchStore(EventsTable):
         changes = self._changes(sets, ("lock_until_ms",) + (() if heal_at_ms else ("next_heal_at_ms",)))
         if status is JobStatus.UNKNOWN:
             evidence = [f"{now}: {reason[:500]}"]
-            kept = list(job.evidence[: EVIDENCE_LINES // 2]) + list(job.evidence[-(EVIDENCE_LINES // 2 - 1) :])
             if len(job.evidence) < EVIDENCE_LINES:
                 changes.append(jobs.evidence.set((jobs.evidence | []).append(evidence)))
             else:  # the first lines (how it began) and the latest stay
-                changes.append(jobs.evidence.set(kept + evidence))
+                first, latest = job.evidence[: EVIDENCE_LINES // 2], job.evidence[-(EVIDENCE_LINES // 2 - 1) :]
+                changes.append(jobs.evidence.set([*first, *latest, *evidence]))
         self._guarded(
             lambda: self._row_of(job).update(actions=changes, condition=self._by_attempt(job)),
             job,

@@ -195,6 +195,10 @@ class Job:
             next_heal_at_ms=0,
         )
 
+    def blocked_since(self, now: int) -> int:
+        """When the job blocked: `now`, unless it is blocking again after Herald's tries at settling it."""
+        return self.blocked_at_ms if self.heals else now
+
     @property
     def awaiting_operator(self) -> bool:
         """Blocked, and Herald will not move it on by itself."""
