@@ -35,6 +35,10 @@ TEST_ENV = {
     "HERALD_TURNS_TABLE": "test-TurnsTable",
     "HERALD_TURNS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-TurnsQueue.fifo",
     "HERALD_RATE_LIMITS_TABLE": "test-RateLimitsTable",
+    "HERALD_OWNERS_TABLE": "test-OwnersTable",
+    # Tests' owner services listen on loopback over http; the SSRF tests put the deployed rules back.
+    "HERALD_OWNER_CALLBACKS_HTTPS_ONLY": "false",
+    "HERALD_OWNER_CALLBACKS_ALLOW_PRIVATE": "true",
     # Functional tests drive one user or key far faster than a person would; the tests of the limits
     # themselves drop these and run with the shipped defaults.
     **RATE_LIMITS_OFF,

@@ -155,6 +155,9 @@ class LocalCloud:
             "POWERTOOLS_METRICS_DISABLED": "true",
             "HERALD_WS_MANAGEMENT_ENDPOINT": f"http://{self.config.host}:{self.config.ws_port}",
             "HERALD_JWT_HS256_SECRET": LOCAL_JWT_SECRET,
+            # Owner services run on this machine (the sample owner, tests' loopback owners): http to loopback.
+            "HERALD_OWNER_CALLBACKS_HTTPS_ONLY": "false",
+            "HERALD_OWNER_CALLBACKS_ALLOW_PRIVATE": "true",
         }
         # Locally tokens are HS256 from `herald token`; issuer/audience apply when configured explicitly.
         unset = {"HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"}

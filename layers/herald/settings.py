@@ -47,6 +47,7 @@ class Settings:
     turns_table: str
     turns_queue_url: str
     rate_limits_table: str
+    owners_table: str
 
     stage: str = "local"
 
@@ -70,6 +71,7 @@ class Settings:
     rate_limit_user_per_minute: int = 120
     rate_limit_key_per_minute: int = 600
     rate_limit_target_per_minute: int = 30
+    rate_limit_owner_per_minute: int = 300  # confirms one registered business type may ask for
     # Invitations waiting for an answer: at most this many from one inviter, and to one target.
     invitations_pending_per_inviter: int = 10
     invitations_pending_per_target: int = 5
@@ -86,6 +88,10 @@ class Settings:
     # Action confirms (CONTRACTS §1).
     confirm_ttl_seconds: int = 7 * 86400
     confirm_lease_ms: int = budgets.CONFIRM_LEASE_MS
+    # Owner services' callback URLs: https to public addresses only (the local cloud and tests relax both,
+    # to call owners on loopback; a deployed stack never sets these).
+    owner_callbacks_https_only: bool = True
+    owner_callbacks_allow_private: bool = False
 
     # Tencent IM. The secret key comes from SSM (the parameter's name) in AWS, or directly locally.
     tencent_im_base_url: str = "https://console.tim.qq.com"

@@ -77,6 +77,22 @@ BODIES: dict[tuple[str, str], Any] = {
         "data": {"title": "t", "status": "s", "target": {"receive_id": "oc_x", "receive_id_type": "chat_id"}},
     },
     ("POST", "/api/v1/sessions/{session_id}/agents/{agent}/messages"): {"text": "hi"},
+    ("PUT", "/internal/v1/confirms/owners/{business_type}"): {
+        "callback_url": "http://127.0.0.1:9/callback",
+        "fact_url": "http://127.0.0.1:9/fact",
+        "subtypes": ["join"],
+    },
+    ("POST", "/internal/v1/confirms/owners/{business_type}/rotate-secret"): {},
+    ("POST", "/internal/v1/confirms"): {
+        "business_type": "group_join",
+        "business_subtype": "join",
+        "business_id": "g1",
+        "source_event_id": "e1",
+        "sender_user_id": "10003",
+        "receiver_user_id": "10004",
+        "message_text": "join?",
+    },
+    ("POST", "/internal/v1/confirms/cancel"): {"business_type": "group_join", "business_id": "g1"},
     ("PUT", "/internal/v1/sessions/{session_id}"): {
         "app_code": "lalu",
         "members": {OWNER: "developer"},
@@ -132,6 +148,7 @@ def world(
         "message_id": message.json()["data"]["message_id"],
         "turn_id": "turn_0123456789abcdef0123456789abcdef",
         "step": "finish",
+        "business_type": "group_join",
     }
     for key, body in list(BODIES.items()):  # ids inside bodies too
         if isinstance(body, dict) and "confirm_ids" in body:

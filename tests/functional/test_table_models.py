@@ -13,11 +13,12 @@ from pynamodb.attributes import TTLAttribute
 from pynamodb.models import Model
 
 from herald.auth.dynamo import ServiceKeyRow
-from herald.confirms.dynamo import ConfirmRow, ConfirmSourceRow, DeliveryRow
+from herald.confirms.dynamo import ConfirmBusinessRow, ConfirmRow, ConfirmSourceRow, DeliveryRow
 from herald.events.dynamo import CardRow, EventRecordRow, HeadRow, JobRow
 from herald.inbox.dynamo import CounterRow, DedupRow, NotificationRow, PreferencesRow, TombstoneRow
 from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow
 from herald.limits.dynamo import WindowRow
+from herald.owners.dynamo import RegistrationRow
 from herald.realtime.dynamo import ConnectionRow
 from herald.turns.dynamo import AgentRow, EventRow, MessageRow, SessionRow
 
@@ -27,7 +28,8 @@ MODELS: dict[str, list[type[Model]]] = {
     "ConnectionsTable": [ConnectionRow],
     "InvitationsTable": [InvitationRow, ClaimRow, GrantRow],
     "InboxTable": [NotificationRow, CounterRow, PreferencesRow, TombstoneRow, DedupRow],
-    "ConfirmsTable": [ConfirmRow, ConfirmSourceRow],
+    "ConfirmsTable": [ConfirmRow, ConfirmSourceRow, ConfirmBusinessRow],
+    "OwnersTable": [RegistrationRow],
     "DeliveriesTable": [DeliveryRow],
     "TurnsTable": [SessionRow, AgentRow, MessageRow, EventRow],
     "ExternalEventsTable": [JobRow, HeadRow, EventRecordRow, CardRow],

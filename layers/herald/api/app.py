@@ -22,6 +22,7 @@ from herald.inbox import routes as inbox_routes
 from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
 from herald.invitations import routes as invitation_routes
 from herald.observability import logger
+from herald.owners import routes as owner_routes
 from herald.tables import is_throttled
 from herald.turns import routes as turn_routes
 from herald.web.envelope import error_response
@@ -159,6 +160,7 @@ def create_app() -> FastAPI:
     app.include_router(invitation_routes.router)
     app.include_router(confirm_routes.router)
     app.include_router(confirm_routes.internal_router)
+    app.include_router(owner_routes.router)
     app.include_router(inbox_routes.router)
     app.include_router(inbox_routes.producer_router)
     app.include_router(event_routes.router)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from herald import budgets
 from herald.clock import Clock, now_ms
-from herald.confirms.models import BUTTONS, Confirm, ConfirmStatus, CustomMessage, Delivery, SendResult
+from herald.confirms.models import Confirm, ConfirmStatus, CustomMessage, Delivery, SendResult
 from herald.errors import DeliveryError
 
 IM_CONFIRM = "im_confirm"
@@ -120,7 +120,7 @@ def message_for(confirm: Confirm, push: Push, msg_random: int) -> CustomMessage:
         "business_subtype": confirm.business_subtype,
         "msg": confirm.message_text,
         "status": push.status,
-        "actions": [dict(button) for button in BUTTONS],
+        "actions": [button.to_dict() for button in confirm.buttons],
         "created_at_ms": confirm.created_at_ms,
         "expire_at_ms": confirm.expire_at_ms,
     }

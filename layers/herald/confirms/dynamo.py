@@ -5,7 +5,9 @@ Confirms table items (`item_type`):
   `pair_sort = <created_at_ms>#<confirm_id>`) lists a conversation newest first; sparse GSI `by_due`
   (`due_shard`, `due_at_ms`) holds only open confirms, keyed by when they next need the janitor;
 * `confirm_source` — `pk = SRC#<app>#<source_name>#<source_event_id>`, written in one transaction with its
-  confirm, so an owner event projected twice creates one confirm.
+  confirm, so an owner event projected twice creates one confirm;
+* `confirm_business` — `pk = BIZ#<app>#<business_type>#<business_id>`, written in the same transaction: one
+  confirm per business id, and the way an owner finds it again (cancel by business id).
 The table's stream is the IM outbox. Deliveries live in their own table (no stream).
 """
 
@@ -14,12 +16,22 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from pynamodb.attributes import MapAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.attributes import ListAttribute, MapAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from herald.confirms.models import Confirm, ConfirmStatus, Delivery, SendResult, StaleConfirm
+from herald.confirms.models import (
+    DEFAULT_BUTTONS,
+    Action,
+    BusinessTaken,
+    Button,
+    Confirm,
+    ConfirmStatus,
+    Delivery,
+    SendResult,
+    StaleConfirm,
+)
 from herald.tables import (
     Cancelled,
     Database,
@@ -28,7 +40,6 @@ from herald.tables import (
     condition_failed,
     key_names,
     page,
-    string_list,
 )
 
 if TYPE_CHECKING:
@@ -38,6 +49,7 @@ if TYPE_CHECKING:
 
 ITEM_TYPE = "confirm"
 SOURCE_TYPE = "confirm_source"
+BUSINESS_TYPE = "confirm_business"
 DUE_SHARDS = 4
 
 
@@ -59,6 +71,21 @@ class ByDue(GlobalSecondaryIndex["ConfirmRow"]):
     due_at_ms = IntAttribute(range_key=True)
 
 
+class ButtonMap(MapAttribute[str, Any]):
+    """A confirm's button as stored (in confirms and in owner registrations)."""
+
+    action = UnicodeAttribute()
+    label = UnicodeAttribute()
+    style = UnicodeAttribute()
+
+    @classmethod
+    def of(cls, button: Button) -> ButtonMap:
+        return cls(action=str(button.action), label=button.label, style=button.style)
+
+    def button(self) -> Button:
+        return Button(Action(self.action), self.label, self.style)
+
+
 class ConfirmRow(Model):
     """ConfirmsTable, a confirm: its version guards every transition; in `by_due` while open."""
 
@@ -73,7 +100,7 @@ class ConfirmRow(Model):
     receiver_user_id = UnicodeAttribute()
     status = UnicodeAttribute()
     message_text = UnicodeAttribute(null=True)
-    actions = string_list(null=True)
+    buttons = ListAttribute(of=ButtonMap, null=True)
     payload: MapAttribute[str, Any] = MapAttribute(null=True)
     source_name = UnicodeAttribute()
     source_event_id = UnicodeAttribute()
@@ -108,7 +135,7 @@ class ConfirmRow(Model):
             receiver_user_id=self.receiver_user_id,
             status=ConfirmStatus(self.status),
             message_text=self.message_text or "",
-            actions=tuple(self.actions) if self.actions is not None else ("accept", "reject"),
+            buttons=tuple(b.button() for b in self.buttons) if self.buttons else DEFAULT_BUTTONS,
             payload=self.payload.as_dict() if self.payload is not None else {},
             source_name=self.source_name,
             source_event_id=self.source_event_id,
@@ -136,12 +163,24 @@ class ConfirmSourceRow(Model):
     confirm_id = UnicodeAttribute()
 
 
+class ConfirmBusinessRow(Model):
+    """ConfirmsTable, the business id a confirm asks about: written with its confirm, so it has only one."""
+
+    pk = UnicodeAttribute(hash_key=True)  # BIZ#<app>#<business_type>#<business_id>
+    item_type = UnicodeAttribute(default=BUSINESS_TYPE)
+    confirm_id = UnicodeAttribute()
+
+
 def confirm_key(app_code: str, confirm_id: str) -> str:
     return f"CFM#{app_code}#{confirm_id}"
 
 
 def source_key(app_code: str, source_name: str, source_event_id: str) -> str:
     return f"SRC#{app_code}#{source_name}#{source_event_id}"
+
+
+def business_key(app_code: str, business_type: str, business_id: str) -> str:
+    return f"BIZ#{app_code}#{business_type}#{business_id}"
 
 
 def pair_key(app_code: str, user_a: str, user_b: str) -> str:
@@ -169,6 +208,7 @@ class DynamoConfirmStore:
         self._database = Database(client)
         self._rows = self._database.bind(ConfirmRow, table_name)
         self._sources = self._database.bind(ConfirmSourceRow, table_name)
+        self._businesses = self._database.bind(ConfirmBusinessRow, table_name)
 
     def _row(self, confirm: Confirm, stored_version: int | None) -> ConfirmRow:
         """`confirm` as a row to put over the stored version `stored_version` (None: a new confirm)."""
@@ -185,7 +225,7 @@ class DynamoConfirmStore:
             receiver_user_id=confirm.receiver_user_id,
             status=str(confirm.status),
             message_text=confirm.message_text,
-            actions=list(confirm.actions),
+            buttons=[ButtonMap.of(b) for b in confirm.buttons],
             payload=confirm.payload,
             source_name=confirm.source_name,
             source_event_id=confirm.source_event_id,
@@ -215,17 +255,25 @@ class DynamoConfirmStore:
             pk=source_key(confirm.app_code, confirm.source_name, confirm.source_event_id), confirm_id=confirm.confirm_id
         )
 
+        business = self._businesses(
+            pk=business_key(confirm.app_code, confirm.business_type, confirm.business_id),
+            confirm_id=confirm.confirm_id,
+        )
+
         def write(transaction: Transaction) -> None:
             transaction.put(self._row(confirm, None), self._rows.pk.does_not_exist())
             transaction.put(source, self._sources.pk.does_not_exist())
+            transaction.put(business, self._businesses.pk.does_not_exist())
 
         try:
             self._database.transact(write)
         except Cancelled:
             existing = self.by_source(confirm.app_code, confirm.source_name, confirm.source_event_id)
-            if existing is None:
-                raise
-            return existing
+            if existing is not None:
+                return existing
+            if self.by_business(confirm.app_code, confirm.business_type, confirm.business_id) is not None:
+                raise BusinessTaken(confirm.business_id) from None
+            raise
         return confirm
 
     def get(self, app_code: str, confirm_id: str) -> Confirm | None:
@@ -244,6 +292,13 @@ class DynamoConfirmStore:
         except self._sources.DoesNotExist:
             return None
         return self.get(app_code, source.confirm_id)
+
+    def by_business(self, app_code: str, business_type: str, business_id: str) -> Confirm | None:
+        try:
+            marker = self._businesses.get(business_key(app_code, business_type, business_id), consistent_read=True)
+        except self._businesses.DoesNotExist:
+            return None
+        return self.get(app_code, marker.confirm_id)
 
     def transition(self, current: Confirm, new: Confirm) -> Confirm:
         """`new` over `current`, if the stored confirm still has its version (PynamoDB checks it and stores

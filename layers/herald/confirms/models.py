@@ -53,10 +53,22 @@ ALLOWED: dict[ConfirmStatus, frozenset[ConfirmStatus]] = {
     **{status: frozenset() for status in ConfirmStatus if status.terminal},
 }
 
-BUTTONS = (
-    {"action": "reject", "label": "Reject", "style": "secondary"},
-    {"action": "accept", "label": "Accept", "style": "primary"},
-)
+BUTTON_STYLES = ("primary", "secondary", "danger")
+
+
+@dataclass(frozen=True)
+class Button:
+    """One action a confirm offers, as the app draws it (the IM payload's `actions`)."""
+
+    action: Action
+    label: str
+    style: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"action": str(self.action), "label": self.label, "style": self.style}
+
+
+DEFAULT_BUTTONS = (Button(Action.REJECT, "Reject", "secondary"), Button(Action.ACCEPT, "Accept", "primary"))
 
 
 @dataclass(frozen=True)
@@ -76,7 +88,7 @@ class Confirm:
     updated_at_ms: int
     expire_at_ms: int
     version: int
-    actions: tuple[str, ...] = ("accept", "reject")
+    buttons: tuple[Button, ...] = DEFAULT_BUTTONS
     payload: dict[str, Any] = field(default_factory=dict)
     processing_action: str = ""
     processing_command_id: str = ""
@@ -90,6 +102,9 @@ class Confirm:
 
     def party(self, user_id: str) -> bool:
         return user_id in (self.sender_user_id, self.receiver_user_id)
+
+    def offers(self, action: Action) -> bool:
+        return any(button.action is action for button in self.buttons)
 
     def evolve(self, **changes: Any) -> Confirm:
         return dataclasses.replace(self, **changes)
@@ -111,6 +126,7 @@ class ConfirmDraft:
     created_at_ms: int
     expire_at_ms: int
     payload: dict[str, Any] = field(default_factory=dict)
+    buttons: tuple[Button, ...] = DEFAULT_BUTTONS
 
 
 class OwnerState(StrEnum):
@@ -175,6 +191,10 @@ class SendResult:
 
 class StaleConfirm(Exception):
     """The confirm changed since it was read (a lost conditional write)."""
+
+
+class BusinessTaken(Exception):
+    """Another confirm (from another source event) already asks about this business id."""
 
 
 @dataclass(frozen=True)

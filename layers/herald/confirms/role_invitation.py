@@ -74,7 +74,7 @@ class RoleInvitationBusiness:
         try:
             return fact_of(call())
         except HeraldError as exc:  # the owner refuses (no such invitation, not the target): never will
-            raise BusinessRefused(exc.message) from exc
+            raise BusinessRefused(exc.reason or "", exc.message) from exc
         except Exception as exc:  # the owner could not answer (its store failed): not a refusal, try later
             raise UpstreamError("the invitation service could not answer") from exc
 

@@ -21,10 +21,12 @@ from herald.confirms.models import (
     ALLOWED,
     RESULT_OF,
     Action,
+    BusinessTaken,
     Confirm,
     ConfirmDraft,
     ConfirmStatus,
     OwnerFact,
+    OwnerState,
     StaleConfirm,
 )
 from herald.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, UpstreamError
@@ -41,7 +43,8 @@ _ATTEMPTS = 5
 
 class ConfirmStore(Protocol):
     def create(self, confirm: Confirm) -> Confirm:
-        """Insert unless a confirm for the same source exists; returns the stored one either way."""
+        """Insert unless a confirm for the same source exists; returns the stored one either way. Raises
+        BusinessTaken when another source's confirm asks about the same business id."""
         ...
 
     def get(self, app_code: str, confirm_id: str) -> Confirm | None: ...
@@ -49,6 +52,8 @@ class ConfirmStore(Protocol):
     def get_many(self, app_code: str, confirm_ids: list[str]) -> list[Confirm]: ...
 
     def by_source(self, app_code: str, source_name: str, source_event_id: str) -> Confirm | None: ...
+
+    def by_business(self, app_code: str, business_type: str, business_id: str) -> Confirm | None: ...
 
     def transition(self, current: Confirm, new: Confirm) -> Confirm:
         """Write `new` if the stored confirm is still `current` (same version); else StaleConfirm."""
@@ -83,39 +88,67 @@ class Confirms:
     def project(self, draft: ConfirmDraft) -> Confirm:
         """Create the confirm a business asked for; a repeat of the same source creates nothing new."""
         existing = self._store.by_source(draft.app_code, draft.source_name, draft.source_event_id)
-        if existing is not None:
-            return existing
-        now = self._clock()
-        return self._store.create(
-            Confirm(
-                app_code=draft.app_code,
-                confirm_id=new_id("cfm"),
-                business_type=draft.business_type,
-                business_subtype=draft.business_subtype,
-                business_id=draft.business_id,
-                sender_user_id=draft.sender_user_id,
-                receiver_user_id=draft.receiver_user_id,
-                status=ConfirmStatus.PENDING,
-                message_text=draft.message_text,
-                payload=dict(draft.payload),
-                source_name=draft.source_name,
-                source_event_id=draft.source_event_id,
-                created_at_ms=draft.created_at_ms or now,
-                updated_at_ms=now,
-                expire_at_ms=draft.expire_at_ms,
-                version=1,
+        if existing is None:
+            try:
+                existing = self._store.create(self._new(draft))
+            except BusinessTaken as exc:
+                raise Conflict(
+                    "a confirm for this business_id exists (from another source_event_id)", reason="business_id_taken"
+                ) from exc
+        if (existing.business_type, existing.business_id) != (draft.business_type, draft.business_id):
+            raise Conflict(
+                "this source_event_id already made a confirm for another business_id", reason="source_event_id_reused"
             )
+        return existing
+
+    def _new(self, draft: ConfirmDraft) -> Confirm:
+        now = self._clock()
+        return Confirm(
+            app_code=draft.app_code,
+            confirm_id=new_id("cfm"),
+            business_type=draft.business_type,
+            business_subtype=draft.business_subtype,
+            business_id=draft.business_id,
+            sender_user_id=draft.sender_user_id,
+            receiver_user_id=draft.receiver_user_id,
+            status=ConfirmStatus.PENDING,
+            message_text=draft.message_text,
+            payload=dict(draft.payload),
+            source_name=draft.source_name,
+            source_event_id=draft.source_event_id,
+            created_at_ms=draft.created_at_ms or now,
+            updated_at_ms=now,
+            expire_at_ms=draft.expire_at_ms,
+            version=1,
+            buttons=draft.buttons,
         )
 
     def owner_decided(self, app_code: str, source_name: str, source_event_id: str, fact: OwnerFact) -> Confirm | None:
-        """The owner reached a decision by itself (e.g. the inviter cancelled): follow it if still pending.
-        A processing confirm is left to the request or janitor that holds or reclaims its lease."""
+        """The owner reached a decision by itself (e.g. the inviter cancelled): follow it if still pending."""
         confirm = self._store.by_source(app_code, source_name, source_event_id)
-        while confirm is not None and confirm.status is ConfirmStatus.PENDING and fact.confirm_status is not None:
+        return self._follow(confirm, fact) if confirm is not None else None
+
+    def cancel_by_business(self, app_code: str, business_type: str, business_id: str) -> Confirm:
+        """An owner service withdrew the thing it asked about: its pending confirm is cancelled (again:
+        the same answer). A confirm being processed waits for the owner's own answer to that callback."""
+        confirm = self._store.by_business(app_code, business_type, business_id)
+        if confirm is None:
+            raise NotFound("no confirm for this business_id")
+        confirm = self._follow(confirm, OwnerFact(OwnerState.CANCELLED, self._clock()))
+        if confirm.status is ConfirmStatus.CANCELLED:
+            return confirm
+        if confirm.status is ConfirmStatus.PROCESSING:
+            raise Conflict("the receiver's action is with the owner service now; retry", reason="processing")
+        raise Conflict(f"the confirm is {confirm.status}", reason=str(confirm.status))
+
+    def _follow(self, confirm: Confirm, fact: OwnerFact) -> Confirm:
+        """Record a decision the owner reached by itself on a pending confirm. A processing confirm is left to
+        the request or janitor that holds or reclaims its lease: the owner's answer to that call decides."""
+        while confirm.status is ConfirmStatus.PENDING and fact.confirm_status is not None:
             try:
                 return self._store.transition(confirm, self._decided(confirm, fact))
             except StaleConfirm:
-                confirm = self._store.get(app_code, confirm.confirm_id)
+                confirm = self._reload(confirm)
         return confirm
 
     # ------------------------------------------------------------------ the receiver acts
@@ -130,6 +163,8 @@ class Confirms:
             raise NotFound("no such confirm")
         if confirm.receiver_user_id != principal.user_id:
             raise PermissionDenied("only the receiver may act on this confirm")
+        if not confirm.offers(action):
+            raise Conflict(f"this confirm does not offer {action}", reason="action_not_offered")
         for _ in range(_ATTEMPTS):
             confirm = self.settle(confirm)
             if confirm.status.terminal:
@@ -153,18 +188,21 @@ class Confirms:
 
     @staticmethod
     def _answer(confirm: Confirm, action: Action) -> Confirm:
-        """The same action again returns the same terminal view; anything else is a conflict."""
+        """The same action again returns the same terminal view; anything else is a conflict. A confirm
+        its owner refused carries the owner's named reason."""
         if confirm.status is RESULT_OF[action]:
             return confirm
+        if confirm.status is ConfirmStatus.FAILED and confirm.failure_reason:
+            raise Conflict("the owner refused this action", reason=confirm.failure_reason)
         raise Conflict(f"the confirm is {confirm.status}", reason=str(confirm.status))
 
     def _complete(self, claimed: Confirm, reason: str) -> Confirm:
         """Ask the owner to carry out the claimed action, then record what the owner says."""
-        handler = self._registry.handler(claimed.business_type)
+        handler = self._registry.handler(claimed.app_code, claimed.business_type)
         try:
             fact = handler.act(claimed, Action(claimed.processing_action), reason)
         except BusinessRefused as exc:
-            return self._finish(claimed, claimed.evolve(status=ConfirmStatus.FAILED, failure_reason=exc.reason[:256]))
+            return self._finish(claimed, claimed.evolve(status=ConfirmStatus.FAILED, failure_reason=exc.reason))
         if fact.confirm_status is None:
             raise UpstreamError("the owner left the request undecided")
         return self._finish(claimed, self._decided(claimed, fact))
@@ -195,12 +233,12 @@ class Confirms:
         """Bring a confirm up to date: expire it past its time, repair a claim whose lease ran out."""
         now = self._clock()
         if confirm.status is ConfirmStatus.PENDING and now >= confirm.expire_at_ms:
-            fact = self._registry.handler(confirm.business_type).expire(confirm)
+            fact = self._registry.handler(confirm.app_code, confirm.business_type).expire(confirm)
             if fact.confirm_status is None:
                 return confirm
             return self._finish(confirm, self._decided(confirm, fact))
         if confirm.status is ConfirmStatus.PROCESSING and now >= confirm.lock_until_ms:
-            fact = self._registry.handler(confirm.business_type).fact(confirm)
+            fact = self._registry.handler(confirm.app_code, confirm.business_type).fact(confirm)
             if fact.confirm_status is not None:
                 return self._finish(confirm, self._decided(confirm, fact))
             reclaimed = confirm.evolve(locked_by=uuid.uuid4().hex, lock_until_ms=now + self._lease_ms)

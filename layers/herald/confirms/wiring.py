@@ -12,6 +12,7 @@ from herald.confirms.sqs import SqsPushQueue
 from herald.container import Container, part
 
 if TYPE_CHECKING:
+    from herald.confirms.businesses import BusinessRegistry
     from herald.confirms.operations import ConfirmOperations
     from herald.confirms.service import Confirms
 
@@ -22,14 +23,21 @@ def confirm_store(c: Container) -> DynamoConfirmStore:
 
 
 @part
-def confirms(c: Container) -> Confirms:
+def business_registry(c: Container) -> BusinessRegistry:
+    """Role invitations in this process; every other business type is a registered owner service."""
     from herald.confirms.businesses import BusinessRegistry
     from herald.confirms.role_invitation import RoleInvitationBusiness
-    from herald.confirms.service import Confirms
     from herald.invitations.wiring import invitations
+    from herald.owners.wiring import registered_owners
 
-    registry = BusinessRegistry([RoleInvitationBusiness(invitations(c))])
-    return Confirms(confirm_store(c), registry, lease_ms=c.settings.confirm_lease_ms, clock=c.clock)
+    return BusinessRegistry([RoleInvitationBusiness(invitations(c))], owners=registered_owners(c))
+
+
+@part
+def confirms(c: Container) -> Confirms:
+    from herald.confirms.service import Confirms
+
+    return Confirms(confirm_store(c), business_registry(c), lease_ms=c.settings.confirm_lease_ms, clock=c.clock)
 
 
 @part

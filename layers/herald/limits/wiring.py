@@ -20,3 +20,8 @@ def key_limit() -> Limit:
 
 def target_limit() -> Limit:
     return Limit("target", current().settings.rate_limit_target_per_minute)
+
+
+def owner_limit() -> Limit:
+    """Confirms one owner service's business type asks for, beside its key's own limit."""
+    return Limit("owner", current().settings.rate_limit_owner_per_minute)

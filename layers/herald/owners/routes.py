@@ -1,0 +1,187 @@
+"""Owner service routes (CONTRACTS §1, owner services; docs/owner-services.md): a service key with the
+capability `/internal/v1/confirms` registers its business types, asks for confirms and withdraws them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from herald.confirms.models import Action, Button, view
+from herald.confirms.routes import ConfirmView
+from herald.ids import APP_CODE_PATTERN
+from herald.limits.wiring import owner_limit, rate_limiter
+from herald.owners.models import MAX_EXPIRY_S, MAX_TEXT, MIN_EXPIRY_S, OwnerConfirmRequest, OwnerSpec, Registration
+from herald.owners.models import view as registration_view
+from herald.owners.wiring import owner_confirms, registrations
+from herald.web.envelope import SERVICE, Envelope, errors, ok
+from herald.web.input import FreeFormJson
+from herald.web.security import TENANT, CurrentService
+
+router = APIRouter(prefix="/internal/v1/confirms", tags=["owner services"])
+
+ID = r"^[A-Za-z0-9_.:-]{1,96}$"
+TYPE = r"^[a-z][a-z0-9_]{1,47}$"
+USER = r"^[0-9]{1,20}$"
+
+
+class ActionSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Action
+    label: str = Field(min_length=1, max_length=32)
+    style: Literal["primary", "secondary", "danger"]
+
+
+class RegisterBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
+    callback_url: str = Field(max_length=2048, description="POSTed signed `confirm.action` and `confirm.expire`")
+    fact_url: str = Field(max_length=2048, description="GET (signed) for the owner's truth about a business id")
+    subtypes: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_]{0,31}$")]] = Field(min_length=1, max_length=32)
+    actions: list[ActionSpec] | None = Field(
+        default=None, min_length=1, max_length=2, description="default: Reject (secondary), Accept (primary)"
+    )
+    default_expiry_seconds: int = Field(default=7 * 86_400, ge=MIN_EXPIRY_S, le=MAX_EXPIRY_S, strict=True)
+
+
+class TenantBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
+
+
+class RegistrationView(BaseModel):
+    app_code: str
+    business_type: str
+    service_id: str
+    callback_url: str
+    fact_url: str
+    subtypes: list[str]
+    actions: list[dict[str, str]]
+    default_expiry_seconds: int
+    enabled: bool
+    created_at_ms: int
+    updated_at_ms: int
+
+
+class Registered(BaseModel):
+    registration: RegistrationView
+    signing_secret: str | None = Field(description="`whsec_...`: shown once, when the registration is new or rotated")
+
+
+class RegistrationItems(BaseModel):
+    items: list[RegistrationView]
+
+
+class CreateConfirmBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
+    business_type: str = Field(pattern=TYPE)
+    business_subtype: str = Field(max_length=32)
+    business_id: str = Field(pattern=ID)
+    source_event_id: str = Field(pattern=ID, description="idempotency: a retry returns the same confirm")
+    sender_user_id: str = Field(pattern=USER)
+    receiver_user_id: str = Field(pattern=USER)
+    message_text: str = Field(min_length=1, max_length=MAX_TEXT)
+    actions: list[Action] = Field(default_factory=list, max_length=2, description="default: every registered action")
+    payload: FreeFormJson = Field(default_factory=dict)
+    expire_at_ms: int | None = Field(default=None, gt=0, strict=True, description="default: the registered expiry")
+
+
+class CancelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
+    business_type: str = Field(pattern=TYPE)
+    business_id: str = Field(pattern=ID)
+
+
+def _view(registration: Registration) -> RegistrationView:
+    return RegistrationView(**registration_view(registration))
+
+
+@router.put(
+    "/owners/{business_type}",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "CONFLICT"),
+    response_model=Envelope[Registered],
+)
+def register(request: Request, business_type: str, body: RegisterBody, caller: CurrentService) -> Envelope[Registered]:
+    """Register a business type for this service (the signing secret is in the answer, once), or change the
+    service's own registration (the secret stays). Another service's business type is 409 `business_type_taken`."""
+    buttons = tuple(Button(a.action, a.label, a.style) for a in body.actions) if body.actions else None
+    spec = OwnerSpec(
+        callback_url=body.callback_url,
+        fact_url=body.fact_url,
+        subtypes=frozenset(body.subtypes),
+        default_expiry_s=body.default_expiry_seconds,
+        **({"buttons": buttons} if buttons else {}),
+    )
+    registration, secret = registrations().register(
+        caller.service_id, caller.tenant(body.app_code), business_type, spec
+    )
+    return ok(request, Registered(registration=_view(registration), signing_secret=secret))
+
+
+@router.post(
+    "/owners/{business_type}/rotate-secret",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND", "CONFLICT"),
+    response_model=Envelope[Registered],
+)
+def rotate_secret(
+    request: Request, business_type: str, body: TenantBody, caller: CurrentService
+) -> Envelope[Registered]:
+    """A new signing secret, shown once; callbacks carry signatures by both secrets for 24 hours."""
+    registration, secret = registrations().rotate_secret(caller.service_id, caller.tenant(body.app_code), business_type)
+    return ok(request, Registered(registration=_view(registration), signing_secret=secret))
+
+
+@router.get("/owners", responses=errors(*SERVICE, "INVALID_ARGUMENT"), response_model=Envelope[RegistrationItems])
+def list_registrations(
+    request: Request,
+    caller: CurrentService,
+    app_code: Annotated[str | None, Query(pattern=APP_CODE_PATTERN, description=TENANT)] = None,
+) -> Envelope[RegistrationItems]:
+    """This service's own registrations in the tenant."""
+    items = registrations().of_service(caller.service_id, caller.tenant(app_code))
+    return ok(request, RegistrationItems(items=[_view(r) for r in items]))
+
+
+@router.post(
+    "",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND", "CONFLICT"),
+    response_model=Envelope[ConfirmView],
+)
+def create_confirm(request: Request, body: CreateConfirmBody, caller: CurrentService) -> Envelope[ConfirmView]:
+    """One confirm, and one IM push to its receiver, per `source_event_id` however often it is retried."""
+    app_code = caller.tenant(body.app_code)
+    rate_limiter().check(owner_limit(), f"{app_code}#{body.business_type}")
+    ask = OwnerConfirmRequest(
+        business_type=body.business_type,
+        business_subtype=body.business_subtype,
+        business_id=body.business_id,
+        source_event_id=body.source_event_id,
+        sender_user_id=body.sender_user_id,
+        receiver_user_id=body.receiver_user_id,
+        message_text=body.message_text,
+        actions=tuple(str(a) for a in body.actions),
+        payload=body.payload,
+        expire_at_ms=body.expire_at_ms,
+    )
+    return ok(request, ConfirmView(**view(owner_confirms().create(caller.service_id, app_code, ask))))
+
+
+@router.post(
+    "/cancel",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND", "CONFLICT"),
+    response_model=Envelope[ConfirmView],
+)
+def cancel_confirm(request: Request, body: CancelBody, caller: CurrentService) -> Envelope[ConfirmView]:
+    """The owner withdrew the thing: its pending confirm becomes `cancelled` (both parties' buttons grey);
+    409 `processing` while the receiver's action is with the owner, 409 `<status>` once it ended otherwise."""
+    app_code = caller.tenant(body.app_code)
+    confirm = owner_confirms().cancel(caller.service_id, app_code, body.business_type, body.business_id)
+    return ok(request, ConfirmView(**view(confirm)))

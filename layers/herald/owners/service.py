@@ -1,0 +1,231 @@
+"""Registering owner services and taking their confirms, independent of DynamoDB, HTTP and the network.
+
+A business type belongs to the service that registered it in a tenant: only that service changes it, asks
+for its confirms or cancels them (another service gets 404, as if it did not exist). Operators list and
+disable registrations. A disabled owner gets no callbacks and may create no confirms; its open confirms wait.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from herald.clock import Clock, now_ms
+from herald.confirms.models import Action, Button, Confirm, ConfirmDraft
+from herald.confirms.service import USER_ID, Confirms
+from herald.errors import Conflict, InvalidArgument, NotFound
+from herald.owners.addresses import ForbiddenUrl, check_public, parse
+from herald.owners.models import (
+    BUSINESS_ID,
+    BUSINESS_TYPE,
+    MAX_EXPIRY_S,
+    MAX_LABEL,
+    MAX_SUBTYPES,
+    MAX_TEXT,
+    MIN_EXPIRY_S,
+    ROTATION_OVERLAP_MS,
+    SUBTYPE,
+    OwnerConfirmRequest,
+    OwnerSpec,
+    Registration,
+    RegistrationExists,
+    StaleRegistration,
+)
+from herald.owners.signing import new_secret
+
+SOURCE_PREFIX = "owner:"
+_STYLES = ("primary", "secondary", "danger")
+_LABEL = re.compile(rf"^[^\x00-\x1f\x7f]{{1,{MAX_LABEL}}}$")
+
+
+class RegistrationStore(Protocol):
+    def get(self, app_code: str, business_type: str) -> Registration | None: ...
+
+    def create(self, registration: Registration) -> None:
+        """Insert; RegistrationExists when the tenant's business type is taken."""
+        ...
+
+    def replace(self, current: Registration, new: Registration) -> Registration:
+        """Write `new` if the stored registration is still `current` (its version); else StaleRegistration."""
+        ...
+
+    def all(self, app_code: str | None) -> list[Registration]:
+        """A tenant's registrations (every tenant's for None), by business type."""
+        ...
+
+
+class Resolver(Protocol):
+    def addresses(self, host: str, port: int) -> list[str]:
+        """The IP addresses `host` resolves to now."""
+        ...
+
+
+class UrlPolicy:
+    """How strict callback URLs are: https and public addresses in AWS; the local cloud and tests call
+    owners on loopback over http."""
+
+    def __init__(self, resolver: Resolver, https_only: bool, allow_private: bool) -> None:
+        self._resolver = resolver
+        self.https_only = https_only
+        self.allow_private = allow_private
+
+    def check(self, url: str, field: str) -> str:
+        try:
+            target = parse(url, https_only=self.https_only)
+            if not self.allow_private:
+                check_public(self._resolver.addresses(target.host, target.port))
+        except ForbiddenUrl as exc:
+            raise InvalidArgument(f"{field}: {exc}", reason="forbidden_url", details={"field": field}) from exc
+        return url
+
+
+def check_buttons(buttons: tuple[Button, ...]) -> tuple[Button, ...]:
+    actions = [button.action for button in buttons]
+    if not buttons or len(set(actions)) != len(actions):
+        raise InvalidArgument("actions: one or both of accept and reject, each once")
+    for button in buttons:
+        if button.style not in _STYLES or not _LABEL.fullmatch(button.label):
+            raise InvalidArgument(f"actions: a label is 1-{MAX_LABEL} characters, a style one of {', '.join(_STYLES)}")
+    return buttons
+
+
+class Registrations:
+    def __init__(self, store: RegistrationStore, urls: UrlPolicy, built_in: frozenset[str], clock: Clock = now_ms):
+        self._store = store
+        self._urls = urls
+        self._built_in = built_in
+        self._clock = clock
+
+    def register(
+        self, service_id: str, app_code: str, business_type: str, spec: OwnerSpec
+    ) -> tuple[Registration, str | None]:
+        """Register a business type, or change its owner's own registration. The signing secret is
+        returned once, when the registration is new (None on a change: the secret stays)."""
+        self._validate(business_type, spec)
+        if business_type in self._built_in:
+            raise Conflict("this business type is built into Herald", reason="business_type_taken")
+        now = self._clock()
+        current = self._store.get(app_code, business_type)
+        if current is None:
+            secret = new_secret()
+            registration = Registration(app_code, business_type, service_id, spec, secret, now, now)
+            try:
+                self._store.create(registration)
+            except RegistrationExists:
+                current = self._store.get(app_code, business_type)
+                if current is None:
+                    raise
+            else:
+                return registration, secret
+        if current.service_id != service_id:
+            raise Conflict("another service owns this business type", reason="business_type_taken")
+        return self._change(current, spec=spec, updated_at_ms=now), None
+
+    def rotate_secret(self, service_id: str, app_code: str, business_type: str) -> tuple[Registration, str]:
+        """A new secret, returned once; the old one keeps signing beside it for the overlap."""
+        current = self.owned(service_id, app_code, business_type)
+        secret, now = new_secret(), self._clock()
+        rotated = self._change(
+            current,
+            secret=secret,
+            previous_secret=current.secret,
+            previous_secret_until_ms=now + ROTATION_OVERLAP_MS,
+            updated_at_ms=now,
+        )
+        return rotated, secret
+
+    def set_enabled(self, app_code: str, business_type: str, enabled: bool) -> Registration:
+        """Operators: stop (or resume) an owner's callbacks and new confirms."""
+        current = self._store.get(app_code, business_type)
+        if current is None:
+            raise NotFound("no such registration")
+        return self._change(current, enabled=enabled, updated_at_ms=self._clock())
+
+    def owned(self, service_id: str, app_code: str, business_type: str) -> Registration:
+        """The caller's own registration; another service's is as absent as a missing one."""
+        if not BUSINESS_TYPE.fullmatch(business_type):
+            raise InvalidArgument("business_type must be 2-48 characters of a-z 0-9 _, starting with a letter")
+        registration = self._store.get(app_code, business_type)
+        if registration is None or registration.service_id != service_id:
+            raise NotFound("no such registration")
+        return registration
+
+    def of_service(self, service_id: str, app_code: str) -> list[Registration]:
+        return [r for r in self._store.all(app_code) if r.service_id == service_id]
+
+    def all(self, app_code: str | None = None) -> list[Registration]:
+        return self._store.all(app_code)
+
+    def _change(self, current: Registration, **changes: object) -> Registration:
+        try:
+            return self._store.replace(current, current.evolve(**changes))
+        except StaleRegistration as exc:
+            raise Conflict("the registration changed meanwhile; retry", reason="changed") from exc
+
+    def _validate(self, business_type: str, spec: OwnerSpec) -> None:
+        if not BUSINESS_TYPE.fullmatch(business_type):
+            raise InvalidArgument("business_type must be 2-48 characters of a-z 0-9 _, starting with a letter")
+        self._urls.check(spec.callback_url, "callback_url")
+        self._urls.check(spec.fact_url, "fact_url")
+        if not 1 <= len(spec.subtypes) <= MAX_SUBTYPES or not all(SUBTYPE.fullmatch(s) for s in spec.subtypes):
+            raise InvalidArgument(f"subtypes: 1-{MAX_SUBTYPES} of 1-32 characters a-z 0-9 _")
+        check_buttons(spec.buttons)
+        if not MIN_EXPIRY_S <= spec.default_expiry_s <= MAX_EXPIRY_S:
+            raise InvalidArgument(f"default_expiry_seconds must be between {MIN_EXPIRY_S} and {MAX_EXPIRY_S}")
+
+
+class OwnerConfirms:
+    """Confirms an owner service asks for and withdraws, through the one confirm state machine."""
+
+    def __init__(self, registrations: Registrations, confirms: Confirms, clock: Clock = now_ms) -> None:
+        self._registrations = registrations
+        self._confirms = confirms
+        self._clock = clock
+
+    def create(self, service_id: str, app_code: str, ask: OwnerConfirmRequest) -> Confirm:
+        """Exactly one confirm (and so one IM push) per `source_event_id`, however often it is retried."""
+        registration = self._registrations.owned(service_id, app_code, ask.business_type)
+        if not registration.enabled:
+            raise Conflict("this business type is disabled by an operator", reason="owner_disabled")
+        spec, now = registration.spec, self._clock()
+        if ask.business_subtype not in spec.subtypes:
+            raise InvalidArgument("business_subtype is not one this business type registered")
+        for name, value in (("business_id", ask.business_id), ("source_event_id", ask.source_event_id)):
+            if not BUSINESS_ID.fullmatch(value):
+                raise InvalidArgument(f"{name} must be 1-96 characters of A-Z a-z 0-9 _ . : -")
+        if not (USER_ID.fullmatch(ask.sender_user_id) and USER_ID.fullmatch(ask.receiver_user_id)):
+            raise InvalidArgument("sender_user_id and receiver_user_id must be numeric user ids")
+        if ask.sender_user_id == ask.receiver_user_id:
+            raise InvalidArgument("the receiver must be another user than the sender")
+        if not 1 <= len(ask.message_text) <= MAX_TEXT:
+            raise InvalidArgument(f"message_text must be 1-{MAX_TEXT} characters")
+        offered = {str(button.action): button for button in spec.buttons}
+        if not set(ask.actions) <= set(offered):
+            raise InvalidArgument(f"actions must be among the registered ones: {', '.join(offered)}")
+        buttons = tuple(offered[str(a)] for a in Action if str(a) in ask.actions) if ask.actions else spec.buttons
+        expire_at_ms = ask.expire_at_ms if ask.expire_at_ms is not None else now + spec.default_expiry_s * 1000
+        if not now < expire_at_ms <= now + MAX_EXPIRY_S * 1000:
+            raise InvalidArgument(f"expire_at_ms must be in the future, at most {MAX_EXPIRY_S // 86_400} days away")
+        return self._confirms.project(
+            ConfirmDraft(
+                app_code=app_code,
+                business_type=ask.business_type,
+                business_subtype=ask.business_subtype,
+                business_id=ask.business_id,
+                sender_user_id=ask.sender_user_id,
+                receiver_user_id=ask.receiver_user_id,
+                message_text=ask.message_text,
+                source_name=SOURCE_PREFIX + ask.business_type,
+                source_event_id=ask.source_event_id,
+                created_at_ms=now,
+                expire_at_ms=expire_at_ms,
+                payload=dict(ask.payload),
+                buttons=buttons,
+            )
+        )
+
+    def cancel(self, service_id: str, app_code: str, business_type: str, business_id: str) -> Confirm:
+        self._registrations.owned(service_id, app_code, business_type)
+        if not BUSINESS_ID.fullmatch(business_id):
+            raise InvalidArgument("business_id must be 1-96 characters of A-Z a-z 0-9 _ . : -")
+        return self._confirms.cancel_by_business(app_code, business_type, business_id)

@@ -1,0 +1,54 @@
+"""Standard Webhooks signatures (https://www.standardwebhooks.com): what Herald's callbacks carry and what an
+owner service checks. The signed content is `<webhook-id>.<webhook-timestamp>.<body>`, its HMAC-SHA256 under
+the secret's bytes goes in `webhook-signature` as `v1,<base64>`, one per live secret, space-separated."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from collections.abc import Mapping
+
+PREFIX = "whsec_"
+TOLERANCE_S = 5 * 60
+
+
+class InvalidSignature(Exception):
+    """The request was not signed by a secret the receiver holds, or is too old or too new to trust."""
+
+
+def new_secret() -> str:
+    return PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def _key(secret: str) -> bytes:
+    return base64.b64decode(secret.removeprefix(PREFIX))
+
+
+def _signature(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    content = f"{msg_id}.{timestamp}.".encode() + body
+    return base64.b64encode(hmac.new(_key(secret), content, hashlib.sha256).digest()).decode()
+
+
+def sign(secrets_: tuple[str, ...], msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """The three headers of a signed request."""
+    signatures = " ".join(f"v1,{_signature(secret, msg_id, timestamp, body)}" for secret in secrets_)
+    return {"webhook-id": msg_id, "webhook-timestamp": str(timestamp), "webhook-signature": signatures}
+
+
+def verify(secret: str, headers: Mapping[str, str], body: bytes, now_s: int) -> str:
+    """The request's `webhook-id` if `secret` signed it within the tolerance; InvalidSignature otherwise."""
+    lowered = {name.lower(): value for name, value in headers.items()}
+    msg_id, stamp = lowered.get("webhook-id", ""), lowered.get("webhook-timestamp", "")
+    if not msg_id or not stamp.isdigit():
+        raise InvalidSignature("missing webhook-id or webhook-timestamp")
+    timestamp = int(stamp)
+    if abs(now_s - timestamp) > TOLERANCE_S:
+        raise InvalidSignature("webhook-timestamp is outside the tolerance")
+    expected = _signature(secret, msg_id, timestamp, body)
+    for candidate in lowered.get("webhook-signature", "").split():
+        version, _, value = candidate.partition(",")
+        if version == "v1" and hmac.compare_digest(value, expected):
+            return msg_id
+    raise InvalidSignature("no signature matches")
