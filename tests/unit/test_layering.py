@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 HERALD = Path(__file__).resolve().parents[2] / "layers" / "herald"
-CONTEXTS = ("auth", "confirms", "events", "gauges", "inbox", "invitations", "limits", "realtime", "turns")
+CONTEXTS = ("auth", "confirms", "events", "gauges", "inbox", "invitations", "limits", "owners", "realtime", "turns")
 DOMAIN_FILES = (
     "models.py",
     "service.py",
@@ -21,6 +21,9 @@ DOMAIN_FILES = (
     "businesses.py",
     "operations.py",
     "role_invitation.py",
+    "signing.py",
+    "addresses.py",
+    "callbacks.py",
 )
 OUTSIDE_THE_DOMAIN = (
     "boto3",

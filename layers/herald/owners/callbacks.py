@@ -9,6 +9,7 @@ repaired later from the owner's fact.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Protocol
 from urllib.parse import urlencode
@@ -48,6 +49,13 @@ def confirm_document(confirm: Confirm) -> dict[str, Any]:
     }
 
 
+def command_webhook_id(confirm_id: str, command_id: str) -> str:
+    """The `webhook-id` of an action: the same for every retry and repair of one command on one confirm.
+    Client command ids are unique within a confirm only and may hold dots, which the signed content
+    `id.timestamp.body` must not: the id is a digest of both (the body carries both as they are)."""
+    return "cmd_" + hashlib.sha256(f"{confirm_id}\n{command_id}".encode()).hexdigest()[:40]
+
+
 class RemoteOwner:
     def __init__(self, registration: Registration, transport: CallbackTransport, clock: Clock = now_ms) -> None:
         self.business_type = registration.business_type
@@ -56,7 +64,6 @@ class RemoteOwner:
         self._clock = clock
 
     def act(self, confirm: Confirm, action: Action, reason: str) -> OwnerFact:
-        # Client command ids are unique within a confirm only: the confirm's id makes the webhook id unique.
         body = {
             "type": ACTION,
             "confirm": confirm_document(confirm),
@@ -65,10 +72,10 @@ class RemoteOwner:
             "reason": reason,
             "command_id": confirm.processing_command_id,
         }
-        return self._post(f"{confirm.confirm_id}.{confirm.processing_command_id}", body)
+        return self._post(command_webhook_id(confirm.confirm_id, confirm.processing_command_id), body)
 
     def expire(self, confirm: Confirm) -> OwnerFact:
-        return self._post(f"{confirm.confirm_id}.expire", {"type": EXPIRE, "confirm": confirm_document(confirm)})
+        return self._post(f"exp_{confirm.confirm_id}", {"type": EXPIRE, "confirm": confirm_document(confirm)})
 
     def fact(self, confirm: Confirm) -> OwnerFact:
         query = urlencode(
@@ -81,7 +88,7 @@ class RemoteOwner:
         )
         url = self._registration.spec.fact_url
         url += ("&" if "?" in url else "?") + query
-        return self._answer(self._call("GET", url, f"{confirm.confirm_id}.fact.{self._clock()}", b""))
+        return self._answer(self._call("GET", url, f"fact_{confirm.confirm_id}_{self._clock()}", b""))
 
     def _post(self, msg_id: str, document: dict[str, Any]) -> OwnerFact:
         body = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
