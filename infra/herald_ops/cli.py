@@ -5,6 +5,7 @@
                                                   an UNKNOWN one itself where Feishu makes it provable)
     herald-ops dlq list|peek|redrive|purge         dead-letter queues
     herald-ops confirms stuck|repair               confirms the janitor could not settle
+    herald-ops owners list|disable|enable          owner services' registered business types
     herald-ops preflight --stack NAME              what a deploy still needs
 
 Installed with Herald's runtime and `click` and `PyYAML` only (`pip install '.[ops]'`): no emulator, no test
@@ -401,6 +402,57 @@ def confirms_repair(confirm_id: str, app: str | None, **where: Any) -> int:
         return _refused(error.message)
     _line({**view(repaired.confirm), "resent": list(repaired.resent)})
     return 0
+
+
+# ---------------------------------------------------------------------- owner services
+@cli.group(help="owner services' registered business types")
+def owners() -> None:
+    pass
+
+
+def _registrations(stack: Stack) -> Any:
+    from herald.owners.wiring import registrations
+
+    return registrations(stack.container)
+
+
+@owners.command("list", help="every registration (all tenants unless --app); never a secret")
+@click.option("--app", help="only this app_code")
+@stack_options
+def owners_list(app: str | None, **where: Any) -> int:
+    from herald.owners.models import view
+
+    for registration in _registrations(_stack(**where)).all(app):
+        _line(view(registration))
+    return 0
+
+
+def _set_enabled(business_type: str, app: str | None, enabled: bool, where: dict[str, Any]) -> int:
+    from herald.owners.models import view
+
+    stack = _stack(**where)
+    try:
+        registration = _registrations(stack).set_enabled(app or stack.settings.default_app_code, business_type, enabled)
+    except HeraldError as error:
+        return _refused(error.message)
+    _line(view(registration))
+    return 0
+
+
+@owners.command("disable", help="stop an owner's callbacks and new confirms (its open confirms wait)")
+@click.argument("business_type")
+@click.option("--app", help="the app_code (default: the stack's default_app_code)")
+@stack_options
+def owners_disable(business_type: str, app: str | None, **where: Any) -> int:
+    return _set_enabled(business_type, app, False, where)
+
+
+@owners.command("enable", help="resume a disabled owner (the janitor then settles what waited)")
+@click.argument("business_type")
+@click.option("--app", help="the app_code (default: the stack's default_app_code)")
+@stack_options
+def owners_enable(business_type: str, app: str | None, **where: Any) -> int:
+    return _set_enabled(business_type, app, True, where)
 
 
 # ---------------------------------------------------------------------- preflight
