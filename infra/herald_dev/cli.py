@@ -63,6 +63,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         feishu_port=args.feishu_port,
         ttl_sweep_seconds=args.ttl_sweep_seconds,
         engine_turn_seconds=args.engine_turn_seconds,
+        sample_owner_port=args.sample_owner_port,
         providers=Providers.from_dict(backing["providers"]) if backing else None,
     )
     LocalCloud(config).run()
@@ -198,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=float(os.environ.get("HERALD_ENGINE_TURN_SECONDS", "8")),
         help="how long the reference agent engine works on a turn (0: no engine)",
+    )
+    local.add_argument(
+        "--sample-owner-port",
+        type=int,
+        default=_int_env("HERALD_SAMPLE_OWNER_PORT", 8092),
+        help="the sample owner service, join-group approvals (0: any port, -1: none)",
     )
     _state_file_option(local)
     local.add_argument("--backing", help="the state file of a running `herald backing` (AWS and fakes live there)")

@@ -32,9 +32,11 @@ from herald_ops.template import StackTemplate, TemplateError
 from herald_dev import moto_patches
 from herald_dev.engine import ReferenceEngine
 from herald_dev.fakes import PROVIDER_PARAMETERS, Fakes, Providers, start_fakes
+from herald_dev.group_owner import SampleGroupOwner
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
+from herald_dev.service_client import ServiceClient
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
 from herald_dev.ttl_sweeper import TtlSweeper
@@ -80,6 +82,7 @@ class LocalCloudConfig:
     feishu_port: int = 8091
     ttl_sweep_seconds: float = 10.0
     engine_turn_seconds: float = 0.0  # > 0: run the reference agent engine (turns take this long)
+    sample_owner_port: int = -1  # >= 0: run the sample owner service ("join group") there (0: any port)
     # Providers running outside this process (`herald backing`): then no fakes are started here.
     providers: Providers | None = None
 
@@ -102,6 +105,7 @@ class LocalCloud:
         self.providers: Providers | None = config.providers
         self.engine: ReferenceEngine | None = None
         self._engine_key: str | None = None
+        self.sample_owner: SampleGroupOwner | None = None
         self._http_process: subprocess.Popen[bytes] | None = None
 
     # ------------------------------------------------------------------ endpoints
@@ -291,16 +295,32 @@ class LocalCloud:
         self._wire_sources()
         self._wire_ttl()
         self._wire_engine()
+        self._wire_sample_owner()
+
+    def _service_key(self, service_id: str, capability: str) -> str:
+        from herald.auth.dynamo import DynamoServiceKeyStore
+        from herald.auth.service_keys import ServiceKeys
+
+        keys = ServiceKeys(DynamoServiceKeyStore(self.stack.physical_name("ServiceKeysTable"), self.client("dynamodb")))
+        key, _ = keys.create_key(service_id, [capability])
+        return key
+
+    def _wire_sample_owner(self) -> None:
+        """The sample owner service, registered with a key of its own as any team's service would be."""
+        if self.config.sample_owner_port < 0 or "OwnersTable" not in self.stack.attributes:
+            return
+        key = self._service_key("sample-groups", "/internal/v1/confirms")
+        self.sample_owner = SampleGroupOwner(
+            ServiceClient(self.http_url, key), self.config.host, self.config.sample_owner_port
+        )
+        self.sources.append(self.sample_owner)
+        log.info("sample owner service (join group approvals) on %s", self.sample_owner.url)
 
     def _wire_engine(self) -> None:
         """The reference agent engine, with a service key of its own, when the template has a turn queue."""
         if self.config.engine_turn_seconds <= 0 or "TurnsQueue" not in self.stack.attributes:
             return
-        from herald.auth.dynamo import DynamoServiceKeyStore
-        from herald.auth.service_keys import ServiceKeys
-
-        keys = ServiceKeys(DynamoServiceKeyStore(self.stack.physical_name("ServiceKeysTable"), self.client("dynamodb")))
-        self._engine_key, _ = keys.create_key("reference-engine", ["/internal/v1/sessions"])
+        self._engine_key = self._service_key("reference-engine", "/internal/v1/sessions")
         self.engine = ReferenceEngine(
             self.client("sqs"),
             self.stack.attributes["TurnsQueue"]["QueueUrl"],
@@ -334,6 +354,7 @@ class LocalCloud:
             "settings": self._settings_environment(),
             "fakes": self.providers.urls if self.providers else {},
             "engine_key": self._engine_key,
+            "sample_owner": self.sample_owner.url if self.sample_owner else None,
             "pid": os.getpid(),
         }
         self.config.state_file.parent.mkdir(parents=True, exist_ok=True)

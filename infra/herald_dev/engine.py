@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import urllib.error
-import urllib.request
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from herald.ids import DEFAULT_APP_CODE
+from herald_dev.service_client import ServiceClient
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -31,8 +30,7 @@ class ReferenceEngine:
     def __init__(self, sqs: SQSClient, queue_url: str, http_url: str, key: str, turn_seconds: float) -> None:
         self._sqs = sqs
         self._queue_url = queue_url
-        self._http_url = http_url
-        self._key = key
+        self._herald = ServiceClient(http_url, key)
         self.turn_seconds = turn_seconds
         self._threads: list[threading.Thread] = []
 
@@ -85,7 +83,7 @@ class ReferenceEngine:
             f"/internal/v1/sessions/{turn['session_id']}/agents/{turn['agent']}/turns/{turn['turn_id']}/finish"
             f"?app_code={turn['app_code']}"
         )
-        status, body = self._call("POST", path)
+        status, body = self._herald.call("POST", path)
         if status == 200:
             state = body["data"]
             log.info("turn %s finished; agent now %s (%s)", turn["turn_id"], state["state"], state["turn_id"] or "-")
@@ -95,7 +93,7 @@ class ReferenceEngine:
 
     def _open_demo_session(self) -> bool:
         body = {"app_code": DEFAULT_APP_CODE, "members": DEMO_MEMBERS, "agents": [DEMO_AGENT], "status": "active"}
-        status, _ = self._call("PUT", f"/internal/v1/sessions/{DEMO_SESSION}", body)
+        status, _ = self._herald.call("PUT", f"/internal/v1/sessions/{DEMO_SESSION}", body)
         if status == 200:
             log.info(
                 "demo session %r open: members %s may talk to %r (each turn takes %.0f s)",
@@ -105,18 +103,3 @@ class ReferenceEngine:
                 self.turn_seconds,
             )
         return status == 200
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-        request = urllib.request.Request(  # noqa: S310 - loopback URL of the local cloud
-            self._http_url + path,
-            method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode(errors="replace")
-        except OSError:
-            return 0, None

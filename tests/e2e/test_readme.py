@@ -29,6 +29,7 @@ TRY_IT = "ALICE=$(.venv/bin/herald token --user 10001)"
 EVENTS = "PARTNER=$(.venv/bin/herald-ops keys create --service scheduler"
 TURNS = "BOB=$(.venv/bin/herald token --user 10002)"
 KEYS = "OLD=$(.venv/bin/herald-ops keys create --service reports"
+OWNER_SERVICE = "ADMIN=$(.venv/bin/herald token --user 10001)"
 OWN_PROVIDER = ".venv/bin/herald local --parameter TencentImBaseUrl=http://127.0.0.1:9000"  # its own test module
 
 
@@ -50,7 +51,7 @@ def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def test_the_readme_has_no_command_block_this_test_does_not_run_or_explain() -> None:
-    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER)
+    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE)
     unknown = [first for first in BLOCKS if first not in NOT_RUN_HERE and not first.startswith(starts)]
     assert unknown == []
     assert all(block(start) for start in starts)  # each known block is there, once
@@ -68,6 +69,20 @@ def test_try_it_invite_accept_and_watch_as_written(make_dev: None) -> None:
         assert update["data"]["confirm_id"] == accepted["data"]["confirm_id"]
         assert [d["push"] for d in deliveries["data"]["deliveries"]] == ["im_confirm", "im_confirm_update:accepted"]
         assert '< {"type":"pong"}' in output
+
+
+def test_the_sample_owner_service_as_written(make_dev: None) -> None:
+    for _ in range(2):  # a second run asks again: a new join request, a new confirm
+        values = json_values(run_block(block(OWNER_SERVICE)))
+        push, accepted, group, registration = values[0], values[1], values[2], values[3]
+        assert push["data"]["type"] == "im_confirm" and push["data"]["business_type"] == "group_join"
+        assert [a["label"] for a in push["data"]["actions"]] == ["Decline", "Let them in"]
+        assert accepted["data"]["status"] == "accepted"
+        assert accepted["data"]["confirm_id"] == push["data"]["confirm_id"]
+        assert "10002" in group["members"]
+        (request,) = [r for r in group["requests"] if r["request_id"] == accepted["data"]["business_id"]]
+        assert request["state"] == "accepted"
+        assert registration["business_type"] == "group_join" and "whsec_" not in json.dumps(values)
 
 
 def test_external_events_as_written(make_dev: None) -> None:

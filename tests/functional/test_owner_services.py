@@ -530,6 +530,32 @@ def test_another_tenant_or_service_never_reaches_an_owners_confirms(
     assert owner.calls == []
 
 
+def test_an_owner_sees_the_deliveries_of_its_own_confirms_only(
+    api: TestClient,
+    owner: LoopbackOwner,
+    groups_key: dict[str, str],
+    registered: dict[str, Any],
+    pipeline: ConfirmPipeline,
+    service_keys: ServiceKeys,
+) -> None:
+    mine = create(api, groups_key, owner, "g-seen").json()["data"]
+    invitation = api.post(
+        "/api/v1/role-invitations", json={"invitation_type": "host", "target_user_id": RECEIVER}, headers=user(SENDER)
+    )
+    assert invitation.status_code == 200, invitation.text
+    pipeline.drain()
+    support, _ = service_keys.create_key("support", ["/internal/v1/confirms"], app_codes=["lalu"])
+    role_confirms = api.get(
+        "/api/v1/message/action-confirms", params={"peer_user_id": SENDER}, headers=user(RECEIVER)
+    ).json()["data"]["items"]
+    (theirs,) = [c for c in role_confirms if c["business_type"] == "role_invitation"]
+    deliveries = "/internal/v1/confirms/{}/deliveries"
+    assert api.get(deliveries.format(mine["confirm_id"]), headers=groups_key).status_code == 200
+    assert api.get(deliveries.format(theirs["confirm_id"]), headers=groups_key).status_code == 404
+    support_headers = {"Authorization": f"Bearer {support}"}
+    assert api.get(deliveries.format(theirs["confirm_id"]), headers=support_headers).status_code == 200
+
+
 def test_the_owner_confirm_routes_are_in_the_openapi_with_their_errors(api: TestClient) -> None:
     spec = api.get("/api/v1/openapi.json").json()
     paths = spec["paths"]

@@ -199,6 +199,7 @@ class LocalCloudProcess:
             "--feishu-port", "0",
             "--ttl-sweep-seconds", "1",
             "--engine-turn-seconds", "0",  # the tests play the agent engine
+            "--sample-owner-port", "-1",  # and the owner services
         ]  # fmt: skip
         if self.dynamodb_endpoint:
             command += ["--dynamodb-endpoint", self.dynamodb_endpoint]

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from herald.confirms.models import Action, view
 from herald.confirms.service import MAX_BATCH, MAX_PAGE
 from herald.confirms.wiring import confirms, deliveries
+from herald.errors import NotFound
 from herald.ids import APP_CODE_PATTERN
+from herald.owners.wiring import registrations
 from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal, CurrentService
 
@@ -123,9 +125,13 @@ def confirm_deliveries(
     caller: CurrentService,
     app_code: Annotated[str | None, Query(pattern=APP_CODE_PATTERN)] = None,
 ) -> Envelope[ConfirmDeliveries]:
-    """For operators and support: where a confirm's IM pushes stand (sent at, attempts, last error)."""
+    """For operators and support: where a confirm's IM pushes stand (sent at, attempts, last error). An owner
+    service's key sees only the confirms of the business types it registered."""
     app_code = caller.tenant(app_code)
     confirm = confirms().get(app_code, confirm_id)
+    owned = {r.business_type for r in registrations().of_service(caller.service_id, app_code)}
+    if owned and confirm.business_type not in owned:
+        raise NotFound("no such confirm")
     items = [
         DeliveryView(
             push=d.key,
