@@ -54,6 +54,7 @@ def test_other_tenants_and_other_engines_are_refused_on_every_service_route(clou
         "turn_id": "turn_" + "0" * 32,
         "step": "finish",
         "confirm_id": "cfm_" + "0" * 32,
+        "business_type": "group_join",
     }
     bodies: dict[str, Any] = {
         "/internal/v1/inbox/notifications": {
@@ -70,6 +71,22 @@ def test_other_tenants_and_other_engines_are_refused_on_every_service_route(clou
             "tail": "t",
         },
         "/internal/v1/sessions/{session_id}": {**body, "members": {"mallory": "owner"}},
+        "/internal/v1/confirms/owners/{business_type}": {
+            "callback_url": "http://127.0.0.1:9/callback",
+            "fact_url": "http://127.0.0.1:9/fact",
+            "subtypes": ["join"],
+        },
+        "/internal/v1/confirms/owners/{business_type}/rotate-secret": {"app_code": "lalu"},
+        "/internal/v1/confirms": {
+            "business_type": "group_join",
+            "business_subtype": "join",
+            "business_id": "g1",
+            "source_event_id": "e1",
+            "sender_user_id": "10003",
+            "receiver_user_id": "10004",
+            "message_text": "join?",
+        },
+        "/internal/v1/confirms/cancel": {"business_type": "group_join", "business_id": "g1"},
     }
     other_tenant, _ = keys.create_key("acme-" + secrets.token_hex(3), ["/internal/v1"], app_codes=["acme"])
     other_engine, _ = keys.create_key("intruder-" + secrets.token_hex(3), ["/internal/v1/sessions"])
