@@ -49,6 +49,11 @@ def stack_options(command: F) -> F:
     return command
 
 
+def app_option(command: F) -> F:
+    """--app: the tenant a command acts in."""
+    return click.option("--app", help="the app_code (default: the stack's default_app_code)")(command)
+
+
 def _stack(stack_name: str | None, profile: str | None, region: str | None, state_file: str, template: str) -> Stack:
     return Stack(stack_name, profile, region, Path(state_file), Path(template))
 
@@ -390,7 +395,7 @@ def confirms_stuck(grace: int, **where: Any) -> int:
 
 @confirms.command("repair", help="settle a confirm from its owner now and resend its failed pushes")
 @click.argument("confirm_id")
-@click.option("--app", help="the confirm's app_code (default: the stack's default_app_code)")
+@app_option
 @stack_options
 def confirms_repair(confirm_id: str, app: str | None, **where: Any) -> int:
     from herald.confirms.models import view
@@ -441,7 +446,7 @@ def _set_enabled(business_type: str, app: str | None, enabled: bool, where: dict
 
 @owners.command("disable", help="stop an owner's callbacks and new confirms (its open confirms wait)")
 @click.argument("business_type")
-@click.option("--app", help="the app_code (default: the stack's default_app_code)")
+@app_option
 @stack_options
 def owners_disable(business_type: str, app: str | None, **where: Any) -> int:
     return _set_enabled(business_type, app, False, where)
@@ -449,7 +454,7 @@ def owners_disable(business_type: str, app: str | None, **where: Any) -> int:
 
 @owners.command("enable", help="resume a disabled owner (the janitor then settles what waited)")
 @click.argument("business_type")
-@click.option("--app", help="the app_code (default: the stack's default_app_code)")
+@app_option
 @stack_options
 def owners_enable(business_type: str, app: str | None, **where: Any) -> int:
     return _set_enabled(business_type, app, True, where)

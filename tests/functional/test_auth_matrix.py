@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from herald.auth.service_keys import ServiceKeys
 from herald_dev.fakes.tencent_im import FakeTencentIm
+from tests.support.owner import ROUTE_BODIES
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token, unsigned_token
 
@@ -77,22 +78,7 @@ BODIES: dict[tuple[str, str], Any] = {
         "data": {"title": "t", "status": "s", "target": {"receive_id": "oc_x", "receive_id_type": "chat_id"}},
     },
     ("POST", "/api/v1/sessions/{session_id}/agents/{agent}/messages"): {"text": "hi"},
-    ("PUT", "/internal/v1/confirms/owners/{business_type}"): {
-        "callback_url": "http://127.0.0.1:9/callback",
-        "fact_url": "http://127.0.0.1:9/fact",
-        "subtypes": ["join"],
-    },
-    ("POST", "/internal/v1/confirms/owners/{business_type}/rotate-secret"): {},
-    ("POST", "/internal/v1/confirms"): {
-        "business_type": "group_join",
-        "business_subtype": "join",
-        "business_id": "g1",
-        "source_event_id": "e1",
-        "sender_user_id": "10003",
-        "receiver_user_id": "10004",
-        "message_text": "join?",
-    },
-    ("POST", "/internal/v1/confirms/cancel"): {"business_type": "group_join", "business_id": "g1"},
+    **ROUTE_BODIES,
     ("PUT", "/internal/v1/sessions/{session_id}"): {
         "app_code": "lalu",
         "members": {OWNER: "developer"},

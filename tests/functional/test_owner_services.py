@@ -14,15 +14,14 @@ from herald.auth.service_keys import ServiceKeys
 from herald.owners.callbacks import command_webhook_id
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.conftest import clear_herald_caches
-from tests.support.aws import load_function
-from tests.support.clock import FakeClock, controlled_clock
-from tests.support.lambda_context import FakeLambdaContext
+from tests.functional.test_confirms_repair import LEASE_MS, api, clock, run_janitor
+from tests.support.clock import FakeClock
 from tests.support.owner import LoopbackOwner
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token
 
+__all__ = ["api", "clock"]  # the lease-shortened app of test_confirms_repair, and its clock
 SENDER, RECEIVER, STRANGER = "20001", "20002", "20003"
-LEASE_MS = 5_000
 
 
 @pytest.fixture
@@ -30,20 +29,6 @@ def owner() -> Iterator[LoopbackOwner]:
     owner = LoopbackOwner().start()
     yield owner
     owner.stop()
-
-
-@pytest.fixture
-def api(pipeline: ConfirmPipeline, monkeypatch: pytest.MonkeyPatch) -> TestClient:
-    from herald.api.app import create_app
-
-    monkeypatch.setenv("HERALD_CONFIRM_LEASE_MS", str(LEASE_MS))
-    clear_herald_caches()
-    return TestClient(create_app())
-
-
-@pytest.fixture
-def clock(api: TestClient) -> FakeClock:
-    return controlled_clock()
 
 
 @pytest.fixture
@@ -93,8 +78,13 @@ def pushes(fake_im: FakeTencentIm, confirm_id: str) -> list[dict[str, Any]]:
     return [m["data"] for m in fake_im.messages if m["data"]["confirm_id"] == confirm_id]
 
 
-def run_janitor() -> None:
-    load_function("confirms_janitor").handler({"source": "aws.events"}, FakeLambdaContext())
+def status_of(api: TestClient, confirm_id: str) -> str:
+    """The confirm's status as its receiver reads it (a read settles it, as the app's reads do)."""
+    body = {"confirm_ids": [confirm_id]}
+    (item,) = api.post("/api/v1/message/action-confirms/status", json=body, headers=user(RECEIVER)).json()["data"][
+        "items"
+    ]
+    return str(item["status"])
 
 
 # ---------------------------------------------------------------------- registration
@@ -331,10 +321,7 @@ def test_an_owner_refusal_reaches_the_client_as_its_named_reason(
     assert refused.status_code == 409, refused.text
     assert refused.json()["data"]["reason"] == "group_full"
     assert act(api, confirm["confirm_id"], "accept", command_id="tap-2").json()["data"]["reason"] == "group_full"
-    status = api.post(
-        "/api/v1/message/action-confirms/status", json={"confirm_ids": [confirm["confirm_id"]]}, headers=user(RECEIVER)
-    )
-    assert status.json()["data"]["items"][0]["status"] == "failed"
+    assert status_of(api, confirm["confirm_id"]) == "failed"
     pipeline.drain()
     assert [p["status"] for p in pushes(fake_im, confirm["confirm_id"])] == ["pending", "failed"]
 
@@ -351,17 +338,13 @@ def test_an_owner_5xx_is_a_502_and_the_janitor_repairs_the_confirm_from_the_owne
 
     clock.advance(LEASE_MS + 1)
     run_janitor()  # asks the owner's fact (still pending), then carries out the same command again
-    (status,) = api.post(
-        "/api/v1/message/action-confirms/status", json={"confirm_ids": [confirm["confirm_id"]]}, headers=user(RECEIVER)
-    ).json()["data"]["items"]
-    assert status["status"] == "accepted"
+    assert [c.method for c in owner.calls] == ["POST", "GET", "POST"]  # the janitor's, before any read
     posts = [c for c in owner.calls if c.method == "POST"]
-    assert len(posts) == 2 and {c.headers["webhook-id"] for c in posts} == {
-        command_webhook_id(confirm["confirm_id"], "tap-1")
-    }
-    facts = [c for c in owner.calls if c.method == "GET"]
-    assert facts and facts[0].verified and facts[0].query["business_id"] == "g-down"
+    assert {c.headers["webhook-id"] for c in posts} == {command_webhook_id(confirm["confirm_id"], "tap-1")}
+    fact = owner.calls[1]
+    assert fact.verified and fact.query["business_id"] == "g-down"
     assert len(owner.effects("g-down")) == 1
+    assert status_of(api, confirm["confirm_id"]) == "accepted"
 
 
 def test_a_confirm_the_owner_decided_meanwhile_is_repaired_to_the_owners_decision(
@@ -373,11 +356,8 @@ def test_a_confirm_the_owner_decided_meanwhile_is_repaired_to_the_owners_decisio
     owner.facts["g-elsewhere"] = "rejected"  # an admin decided in the owner's own console
     clock.advance(LEASE_MS + 1)
     run_janitor()
-    (status,) = api.post(
-        "/api/v1/message/action-confirms/status", json={"confirm_ids": [confirm["confirm_id"]]}, headers=user(RECEIVER)
-    ).json()["data"]["items"]
-    assert status["status"] == "rejected"
-    assert len([c for c in owner.calls if c.method == "POST"]) == 1  # not asked to act again
+    assert [c.method for c in owner.calls] == ["POST", "GET"]  # the janitor asked the fact; no second action
+    assert status_of(api, confirm["confirm_id"]) == "rejected"
 
 
 @pytest.mark.parametrize("fault", ["huge", "stall"])
@@ -496,10 +476,8 @@ def test_an_operator_disables_an_owner_and_its_confirms_wait(
     registrations().set_enabled("lalu", "group_join", enabled=True)
     clock.advance(LEASE_MS + 1)
     run_janitor()
-    (status,) = api.post(
-        "/api/v1/message/action-confirms/status", json={"confirm_ids": [confirm["confirm_id"]]}, headers=user(RECEIVER)
-    ).json()["data"]["items"]
-    assert status["status"] == "accepted"
+    assert [c.method for c in owner.calls] == ["GET", "POST"]  # the fact, then the action that waited
+    assert status_of(api, confirm["confirm_id"]) == "accepted"
 
 
 def test_another_tenant_or_service_never_reaches_an_owners_confirms(

@@ -14,6 +14,7 @@ import pytest
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from tests.support.local_cloud import LocalCloudProcess
+from tests.support.owner import ROUTE_BODIES
 from tests.support.tokens import make_token
 
 pytestmark = pytest.mark.integration
@@ -71,22 +72,7 @@ def test_other_tenants_and_other_engines_are_refused_on_every_service_route(clou
             "tail": "t",
         },
         "/internal/v1/sessions/{session_id}": {**body, "members": {"mallory": "owner"}},
-        "/internal/v1/confirms/owners/{business_type}": {
-            "callback_url": "http://127.0.0.1:9/callback",
-            "fact_url": "http://127.0.0.1:9/fact",
-            "subtypes": ["join"],
-        },
-        "/internal/v1/confirms/owners/{business_type}/rotate-secret": {"app_code": "lalu"},
-        "/internal/v1/confirms": {
-            "business_type": "group_join",
-            "business_subtype": "join",
-            "business_id": "g1",
-            "source_event_id": "e1",
-            "sender_user_id": "10003",
-            "receiver_user_id": "10004",
-            "message_text": "join?",
-        },
-        "/internal/v1/confirms/cancel": {"business_type": "group_join", "business_id": "g1"},
+        **{path: body for (_, path), body in ROUTE_BODIES.items()},
     }
     other_tenant, _ = keys.create_key("acme-" + secrets.token_hex(3), ["/internal/v1"], app_codes=["acme"])
     other_engine, _ = keys.create_key("intruder-" + secrets.token_hex(3), ["/internal/v1/sessions"])

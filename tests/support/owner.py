@@ -15,6 +15,25 @@ from typing import Any
 from herald_dev.fakes._server import LoopbackServer, Request, Response
 
 DECISIONS = {"accept": "accepted", "reject": "rejected"}
+# A valid body for each owner-service route: the auth and tenant matrices call every route with one.
+ROUTE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("PUT", "/internal/v1/confirms/owners/{business_type}"): {
+        "callback_url": "http://127.0.0.1:9/callback",
+        "fact_url": "http://127.0.0.1:9/fact",
+        "subtypes": ["join"],
+    },
+    ("POST", "/internal/v1/confirms/owners/{business_type}/rotate-secret"): {"app_code": "lalu"},
+    ("POST", "/internal/v1/confirms"): {
+        "business_type": "group_join",
+        "business_subtype": "join",
+        "business_id": "g1",
+        "source_event_id": "e1",
+        "sender_user_id": "10003",
+        "receiver_user_id": "10004",
+        "message_text": "join?",
+    },
+    ("POST", "/internal/v1/confirms/cancel"): {"business_type": "group_join", "business_id": "g1"},
+}
 
 
 def signed_by(secret: str, headers: dict[str, str], body: bytes, tolerance_s: int = 300) -> bool:

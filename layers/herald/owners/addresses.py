@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 MAX_URL = 2048
@@ -55,3 +56,33 @@ def check_public(addresses: list[str]) -> None:
             address = address.ipv4_mapped
         if not address.is_global or address.is_multicast:
             raise ForbiddenUrl(f"the callback host resolves to a non-public address ({address})")
+
+
+class Resolver(Protocol):
+    def addresses(self, host: str, port: int) -> list[str]:
+        """The IP addresses `host` resolves to now (ForbiddenUrl when it resolves to none)."""
+        ...
+
+
+class UrlPolicy:
+    """How strict callback URLs are: https and public addresses in AWS; the local cloud and tests call
+    owners on loopback over http."""
+
+    def __init__(self, resolver: Resolver, *, https_only: bool, allow_private: bool) -> None:
+        self._resolver = resolver
+        self._https_only = https_only
+        self._allow_private = allow_private
+
+    def check(self, url: str) -> None:
+        """At registration: ForbiddenUrl for a URL Herald would never call."""
+        target = parse(url, https_only=self._https_only)
+        if not self._allow_private:
+            check_public(self._resolver.addresses(target.host, target.port))
+
+    def resolve(self, url: str) -> tuple[Target, list[str]]:
+        """At each call: where to connect (the addresses checked now); ForbiddenUrl when Herald must not."""
+        target = parse(url, https_only=self._https_only)
+        addresses = self._resolver.addresses(target.host, target.port)
+        if not self._allow_private:
+            check_public(addresses)
+        return target, addresses

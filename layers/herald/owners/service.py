@@ -14,7 +14,7 @@ from herald.clock import Clock, now_ms
 from herald.confirms.models import Action, Button, Confirm, ConfirmDraft
 from herald.confirms.service import USER_ID, Confirms
 from herald.errors import Conflict, InvalidArgument, NotFound
-from herald.owners.addresses import ForbiddenUrl, check_public, parse
+from herald.owners.addresses import ForbiddenUrl, UrlPolicy
 from herald.owners.models import (
     BUSINESS_ID,
     BUSINESS_TYPE,
@@ -52,31 +52,6 @@ class RegistrationStore(Protocol):
     def all(self, app_code: str | None) -> list[Registration]:
         """A tenant's registrations (every tenant's for None), by business type."""
         ...
-
-
-class Resolver(Protocol):
-    def addresses(self, host: str, port: int) -> list[str]:
-        """The IP addresses `host` resolves to now."""
-        ...
-
-
-class UrlPolicy:
-    """How strict callback URLs are: https and public addresses in AWS; the local cloud and tests call
-    owners on loopback over http."""
-
-    def __init__(self, resolver: Resolver, https_only: bool, allow_private: bool) -> None:
-        self._resolver = resolver
-        self.https_only = https_only
-        self.allow_private = allow_private
-
-    def check(self, url: str, field: str) -> str:
-        try:
-            target = parse(url, https_only=self.https_only)
-            if not self.allow_private:
-                check_public(self._resolver.addresses(target.host, target.port))
-        except ForbiddenUrl as exc:
-            raise InvalidArgument(f"{field}: {exc}", reason="forbidden_url", details={"field": field}) from exc
-        return url
 
 
 def check_buttons(buttons: tuple[Button, ...]) -> tuple[Button, ...]:
@@ -165,8 +140,11 @@ class Registrations:
     def _validate(self, business_type: str, spec: OwnerSpec) -> None:
         if not BUSINESS_TYPE.fullmatch(business_type):
             raise InvalidArgument("business_type must be 2-48 characters of a-z 0-9 _, starting with a letter")
-        self._urls.check(spec.callback_url, "callback_url")
-        self._urls.check(spec.fact_url, "fact_url")
+        for field, url in (("callback_url", spec.callback_url), ("fact_url", spec.fact_url)):
+            try:
+                self._urls.check(url)
+            except ForbiddenUrl as exc:
+                raise InvalidArgument(f"{field}: {exc}", reason="forbidden_url", details={"field": field}) from exc
         if not 1 <= len(spec.subtypes) <= MAX_SUBTYPES or not all(SUBTYPE.fullmatch(s) for s in spec.subtypes):
             raise InvalidArgument(f"subtypes: 1-{MAX_SUBTYPES} of 1-32 characters a-z 0-9 _")
         check_buttons(spec.buttons)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from herald.container import Container, part
+from herald.owners.addresses import UrlPolicy
 from herald.owners.dynamo import DynamoRegistrationStore
 
 if TYPE_CHECKING:
@@ -18,32 +19,32 @@ def registration_store(c: Container) -> DynamoRegistrationStore:
 
 
 @part
-def registered_owners(c: Container) -> RegisteredOwners:
-    from herald.owners.callbacks import RegisteredOwners
-    from herald.providers.owner_http import GuardedTransport, SocketResolver
+def url_policy(c: Container) -> UrlPolicy:
+    """Where callbacks may go, checked at registration and again at every call."""
+    from herald.providers.owner_http import SocketResolver
 
     settings = c.settings
-    transport = GuardedTransport(
+    return UrlPolicy(
         SocketResolver(),
         https_only=settings.owner_callbacks_https_only,
         allow_private=settings.owner_callbacks_allow_private,
     )
-    return RegisteredOwners(registration_store(c), transport, clock=c.clock)
+
+
+@part
+def registered_owners(c: Container) -> RegisteredOwners:
+    from herald.owners.callbacks import RegisteredOwners
+    from herald.providers.owner_http import GuardedTransport
+
+    return RegisteredOwners(registration_store(c), GuardedTransport(url_policy(c)), clock=c.clock)
 
 
 @part
 def registrations(c: Container) -> Registrations:
     from herald.confirms.wiring import business_registry
-    from herald.owners.service import Registrations, UrlPolicy
-    from herald.providers.owner_http import SocketResolver
+    from herald.owners.service import Registrations
 
-    settings = c.settings
-    urls = UrlPolicy(
-        SocketResolver(),
-        https_only=settings.owner_callbacks_https_only,
-        allow_private=settings.owner_callbacks_allow_private,
-    )
-    return Registrations(registration_store(c), urls, business_registry(c).built_in, clock=c.clock)
+    return Registrations(registration_store(c), url_policy(c), business_registry(c).built_in, clock=c.clock)
 
 
 @part

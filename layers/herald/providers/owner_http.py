@@ -14,7 +14,7 @@ import threading
 import urllib3
 
 from herald import budgets
-from herald.owners.addresses import ForbiddenUrl, Target, check_public, parse
+from herald.owners.addresses import ForbiddenUrl, Target, UrlPolicy
 from herald.owners.callbacks import OwnerUnreachable
 
 
@@ -28,17 +28,8 @@ class SocketResolver:
 
 
 class GuardedTransport:
-    def __init__(
-        self,
-        resolver: SocketResolver,
-        *,
-        https_only: bool,
-        allow_private: bool,
-        max_answer_bytes: int = 64 * 1024,
-    ) -> None:
-        self._resolver = resolver
-        self._https_only = https_only
-        self._allow_private = allow_private
+    def __init__(self, urls: UrlPolicy, max_answer_bytes: int = 64 * 1024) -> None:
+        self._urls = urls
         self._max = max_answer_bytes
         self._pools: dict[tuple[str, str, int, str], urllib3.HTTPConnectionPool] = {}
         self._lock = threading.Lock()
@@ -46,10 +37,7 @@ class GuardedTransport:
     def call(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> tuple[int, bytes]:
         try:
             budgets.ensure_time_for_provider_call(f"owner callback {method}")
-            target = parse(url, https_only=self._https_only)
-            addresses = self._resolver.addresses(target.host, target.port)
-            if not self._allow_private:
-                check_public(addresses)
+            target, addresses = self._urls.resolve(url)
         except (ForbiddenUrl, budgets.OutOfTime) as exc:
             raise OwnerUnreachable(str(exc)) from exc
         default_port = 443 if target.scheme == "https" else 80
