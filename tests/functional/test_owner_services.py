@@ -4,6 +4,7 @@ type, asks for confirms, and is called back, signed, when the receiver acts; the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from herald.auth.service_keys import ServiceKeys
 from herald.owners.callbacks import command_webhook_id
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.conftest import clear_herald_caches
+from tests.functional.test_abuse_limits import start_of_a_window
 from tests.functional.test_confirms_repair import LEASE_MS, api, clock, run_janitor
 from tests.support.clock import FakeClock
 from tests.support.owner import LoopbackOwner
@@ -548,3 +550,40 @@ def test_the_owner_confirm_routes_are_in_the_openapi_with_their_errors(api: Test
         assert "401" in operation["responses"] and "403" in operation["responses"], path
     assert "409" in paths["/internal/v1/confirms"]["post"]["responses"]
     assert "source_event_id" in json.dumps(spec["components"]["schemas"]["CreateConfirmBody"])
+    callbacks = paths["/internal/v1/confirms/owners/{business_type}"]["put"]["callbacks"]
+    action = callbacks["owner_callback"]["{$request.body#/callback_url}"]["post"]
+    assert set(action["responses"]) == {"200", "409", "5XX"}
+    assert "get" in callbacks["owner_fact"]["{$request.body#/fact_url}"]
+    assert "webhook-signature" in spec["components"]["schemas"]["ActionCallback"]["description"]
+    refs = set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(spec)))
+    assert refs <= set(spec["components"]["schemas"]), refs - set(spec["components"]["schemas"])
+
+
+def test_one_business_type_over_its_own_limit_gets_429_and_another_owner_does_not(
+    owner: LoopbackOwner,
+    groups_key: dict[str, str],
+    pipeline: ConfirmPipeline,
+    service_keys: ServiceKeys,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from herald.api.app import create_app
+
+    monkeypatch.setenv("HERALD_RATE_LIMIT_OWNER_PER_MINUTE", "3")
+    clear_herald_caches()
+    limited = TestClient(create_app())
+    chess, _ = service_keys.create_key("chess", ["/internal/v1/confirms"], app_codes=["lalu"])
+    chess_key = {"Authorization": f"Bearer {chess}"}
+    for business_type, key in (("group_join", groups_key), ("chess_match", chess_key)):
+        registered = limited.put(
+            f"/internal/v1/confirms/owners/{business_type}", json=owner.registration(), headers=key
+        )
+        assert registered.status_code == 200, registered.text
+    start_of_a_window(10)
+    statuses = [create(limited, groups_key, owner, f"g-burst-{n}").status_code for n in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    refused = create(limited, groups_key, owner, "g-burst-9")
+    assert refused.json()["data"]["reason"] == "owner_rate_limited" and int(refused.headers["Retry-After"]) >= 1
+    other = limited.post(
+        "/internal/v1/confirms", json={**ask("c-1"), "business_type": "chess_match"}, headers=chess_key
+    )
+    assert other.status_code == 200, other.text

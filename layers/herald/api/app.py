@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response
@@ -61,15 +61,22 @@ def _describe_validation(exc: RequestValidationError) -> str:
 
 
 def _document_400_not_422(app: FastAPI) -> None:
-    """FastAPI documents a 422 for every validated route; Herald answers those with 400 (CONTRACTS §0)."""
+    """FastAPI documents a 422 for every validated route (and for the owner callbacks Herald makes); Herald
+    answers those with 400 (CONTRACTS §0), and an owner answers what docs/owner-services.md says."""
     build = app.openapi
+
+    def operations(paths: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        for path in paths.values():
+            for operation in path.values():
+                yield operation
+                for callback in operation.get("callbacks", {}).values():
+                    yield from operations(callback)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = build()
-            for path in schema.get("paths", {}).values():
-                for operation in path.values():
-                    operation.get("responses", {}).pop("422", None)
+            for operation in operations(schema.get("paths", {})):
+                operation.get("responses", {}).pop("422", None)
             schema.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
             schema.get("components", {}).get("schemas", {}).pop("ValidationError", None)
             app.openapi_schema = schema

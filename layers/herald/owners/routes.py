@@ -3,7 +3,7 @@ capability `/internal/v1/confirms` registers its business types, asks for confir
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -100,6 +100,61 @@ class CancelBody(BaseModel):
     business_id: str = Field(pattern=ID)
 
 
+class CallbackConfirm(ConfirmView):
+    app_code: str
+    message_text: str
+    payload: dict[str, Any]
+
+
+class ActionCallback(BaseModel):
+    """`POST {callback_url}` when the receiver acts. Headers: `webhook-id` (stable per command: the
+    idempotency key), `webhook-timestamp`, `webhook-signature` (Standard Webhooks `v1,<base64 HMAC-SHA256>`)."""
+
+    type: Literal["confirm.action"]
+    action: Action
+    acting_user_id: str
+    reason: str
+    command_id: str
+    confirm: CallbackConfirm
+
+
+class ExpireCallback(BaseModel):
+    """`POST {callback_url}` when an undecided confirm passed its `expire_at_ms`."""
+
+    type: Literal["confirm.expire"]
+    confirm: CallbackConfirm
+
+
+class OwnerFactAnswer(BaseModel):
+    """The owner's truth after the call (200)."""
+
+    state: Literal["pending", "accepted", "rejected", "cancelled", "expired"]
+    decided_at_ms: int | None = None
+
+
+class OwnerRefusal(BaseModel):
+    """The owner refuses for good (409): the confirm fails and the client gets 409 `data.reason` = `reason`."""
+
+    reason: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
+
+
+_OWNER_ANSWERS: dict[int | str, dict[str, Any]] = {
+    409: {"model": OwnerRefusal, "description": "refused for good (a named reason)"},
+    "5XX": {"description": "unavailable: a 502 to the client, the confirm repaired later from the fact"},
+}
+callbacks = APIRouter()
+
+
+@callbacks.post("{$request.body#/callback_url}", response_model=OwnerFactAnswer, responses=_OWNER_ANSWERS)
+def owner_callback(body: ActionCallback | ExpireCallback) -> None:
+    """Herald calls the owner: carry out the action (idempotently, by `webhook-id`) or expire the thing."""
+
+
+@callbacks.get("{$request.body#/fact_url}", response_model=OwnerFactAnswer)
+def owner_fact(business_type: str, business_subtype: str, business_id: str, confirm_id: str) -> None:
+    """Herald asks the owner's truth about a business id (signed over an empty body), to repair a confirm."""
+
+
 def _view(registration: Registration) -> RegistrationView:
     return RegistrationView(**registration_view(registration))
 
@@ -108,6 +163,7 @@ def _view(registration: Registration) -> RegistrationView:
     "/owners/{business_type}",
     responses=errors(*SERVICE, "INVALID_ARGUMENT", "CONFLICT"),
     response_model=Envelope[Registered],
+    callbacks=callbacks.routes,
 )
 def register(request: Request, business_type: str, body: RegisterBody, caller: CurrentService) -> Envelope[Registered]:
     """Register a business type for this service (the signing secret is in the answer, once), or change the
