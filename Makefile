@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml layers/requirements.txt | sha1sum | cut -c1-12)
 DYNAMODB_LOCAL := infra/dynamodb-local/node_modules/.package-lock.json
 FAUXQS := infra/fauxqs/node_modules/.package-lock.json
+# The console's browser tests drive Debian's Chromium through Debian's chromedriver (no browser download).
+CHROMEDRIVER := /usr/bin/chromedriver
 # SAM CLI lives in its own environment: its pins (boto3, pydantic, ...) never touch the project's venv.
 SAM_CLI_VERSION := 1.170.0
 SAM_VENV := .sam-cli
@@ -32,6 +34,10 @@ $(DYNAMODB_LOCAL): infra/dynamodb-local/package.json infra/dynamodb-local/packag
 $(FAUXQS): infra/fauxqs/package.json infra/fauxqs/package-lock.json
 	npm ci --prefix infra/fauxqs --no-audit --no-fund --loglevel=error
 
+$(CHROMEDRIVER):
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	set -x && $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver
+
 ## dev: the whole product on this machine (embedded AWS, HTTP + WebSocket APIs, pollers, fakes)
 dev: $(STAMP)
 	$(BIN)/herald local
@@ -41,7 +47,7 @@ dev: $(STAMP)
 ## The crash soak spends minutes waiting for in-flight messages' visibility timeouts (as SQS would) with the
 ## CPU idle, so it runs beside the rest; its output follows theirs.
 CRASH_LOG := .herald/crash-soak.log
-test: setup lint sam-check
+test: setup $(CHROMEDRIVER) lint sam-check
 	@mkdir -p .herald
 	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	$(BIN)/pytest -m "not crash" && HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration; \

@@ -64,6 +64,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         ttl_sweep_seconds=args.ttl_sweep_seconds,
         engine_turn_seconds=args.engine_turn_seconds,
         sample_owner_port=args.sample_owner_port,
+        console_port=args.console_port,
         providers=Providers.from_dict(backing["providers"]) if backing else None,
     )
     LocalCloud(config).run()
@@ -125,6 +126,19 @@ def cmd_fake_im(args: argparse.Namespace) -> int:
         time.sleep(0.1)
 
 
+def cmd_console(args: argparse.Namespace) -> int:
+    """The console on its own: against the running local cloud, or a deployed stack (`--stack`)."""
+    import uvicorn
+    from herald_ops.stack import DEFAULT_TEMPLATE, Stack
+
+    from herald_dev.console.app import create_console
+
+    stack = Stack(args.stack, args.profile, args.region, Path(args.state_file), DEFAULT_TEMPLATE)
+    print(f"Herald console on http://{args.host}:{args.port}/ ({args.stack or 'the local cloud'})")
+    uvicorn.run(create_console(stack), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def cmd_token(args: argparse.Namespace) -> int:
     now = int(time.time())
     claims: dict[str, Any] = {"sub": args.user, "app_code": args.app, "iat": now, "exp": now + args.ttl}
@@ -145,6 +159,16 @@ def _local_state(args: argparse.Namespace) -> dict[str, Any]:
 def _state_file_option(parser: argparse.ArgumentParser) -> None:
     """Where the running local cloud writes its endpoints and resources."""
     parser.add_argument("--state-file", default=os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)))
+
+
+def _console_parser(console: argparse.ArgumentParser) -> None:
+    console.add_argument("--host", default="127.0.0.1", help="loopback: the console acts with your credentials")
+    console.add_argument("--port", type=int, default=_int_env("HERALD_CONSOLE_PORT", 8093))
+    console.add_argument("--stack", help="a deployed stack (Operate only; default: the running local cloud)")
+    console.add_argument("--profile")
+    console.add_argument("--region")
+    _state_file_option(console)
+    console.set_defaults(run=cmd_console)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=_int_env("HERALD_SAMPLE_OWNER_PORT", 8092),
         help="the sample owner service, join-group approvals (0: any port, -1: none)",
     )
+    local.add_argument(
+        "--console-port",
+        type=int,
+        default=_int_env("HERALD_CONSOLE_PORT", 8093),
+        help="the Herald console (-1: none)",
+    )
     _state_file_option(local)
     local.add_argument("--backing", help="the state file of a running `herald backing` (AWS and fakes live there)")
     local.set_defaults(run=cmd_local)
@@ -219,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--state-file", required=True, help="where to write the endpoints for `herald local --backing`"
     )
     backing.set_defaults(run=cmd_backing)
+
+    _console_parser(commands.add_parser("console", help="the Herald console: watch every flow and operate it"))
 
     token = commands.add_parser("token", help="print a dev JWT (HS256, the local secret)")
     token.add_argument("--user", required=True)

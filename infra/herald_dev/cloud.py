@@ -83,6 +83,7 @@ class LocalCloudConfig:
     ttl_sweep_seconds: float = 10.0
     engine_turn_seconds: float = 0.0  # > 0: run the reference agent engine (turns take this long)
     sample_owner_port: int = -1  # >= 0: run the sample owner service ("join group") there (0: any port)
+    console_port: int = -1  # >= 0: serve the Herald console there (needs a state file)
     # Providers running outside this process (`herald backing`): then no fakes are started here.
     providers: Providers | None = None
 
@@ -355,6 +356,7 @@ class LocalCloud:
             "fakes": self.providers.urls if self.providers else {},
             "engine_key": self._engine_key,
             "sample_owner": self.sample_owner.url if self.sample_owner else None,
+            "console": self.console_url,
             "pid": os.getpid(),
         }
         self.config.state_file.parent.mkdir(parents=True, exist_ok=True)
@@ -376,6 +378,8 @@ class LocalCloud:
                     ws="websockets-sansio",
                 )
             )
+        if self.config.console_port >= 0 and self.config.state_file is not None:
+            servers.append(self._console_config(self.config.state_file))
         self._servers = [_Server(config) for config in servers]
         for source in self.sources:
             source.start(self.stop_event)
@@ -395,6 +399,24 @@ class LocalCloud:
             server.should_exit = True
         await asyncio.gather(*tasks, return_exceptions=True)
         await stopper
+
+    @property
+    def console_url(self) -> str | None:
+        if self.config.console_port < 0 or self.config.state_file is None:
+            return None
+        return f"http://{self.config.host}:{self.config.console_port}"
+
+    def _console_config(self, state_file: Path) -> uvicorn.Config:
+        """The console beside the local cloud, reading it through its state file as `herald console` does."""
+        from herald_ops.stack import Stack
+
+        from herald_dev.console.app import create_console
+
+        log.info("Herald console on %s", self.console_url)
+        stack = Stack(None, None, None, state_file, self.config.template_path)
+        return uvicorn.Config(
+            create_console(stack), host=self.config.host, port=self.config.console_port, log_level="warning"
+        )
 
     def _start_http(self, function: LocalFunction) -> subprocess.Popen[bytes]:
         """The HTTP function's app in a process of its own (its imports, state and environment), behind the

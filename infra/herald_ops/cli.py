@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, REPO_ROOT, NoLocalCloud, Stack
+from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, NoLocalCloud, Stack
 
 from herald.clock import now_ms
 from herald.errors import HeraldError
@@ -183,15 +183,9 @@ def _event_operations(stack: Stack) -> Any:
 
 
 def _blocked(only_unknown: bool, where: dict[str, Any]) -> int:
-    from herald.events.operations import describe
+    from herald_ops.views import blocked_services
 
-    now = now_ms()
-    for job, head in _event_operations(_stack(**where)).blocked():
-        if only_unknown and str(job.status) != "unknown":
-            continue
-        row = describe(job)
-        row["age_s"] = round((now - job.blocked_at_ms) / 1000, 1)
-        row["waiting_behind"] = max(0, head.next_seq - job.seq)
+    for row in blocked_services(_stack(**where), only_unknown):
         _line(row)
     return 0
 
@@ -246,11 +240,9 @@ def dlq() -> None:
 
 
 def _dead_letter_queues(stack: Stack, name: str | None = None) -> list[Any]:
-    from herald_ops.dlq import dead_letter_queues
-    from herald_ops.template import StackTemplate
+    from herald_ops.views import dead_letter_queues
 
-    template = StackTemplate.from_file(stack.template, parameter_overrides={"Stage": "local"})
-    queues = dead_letter_queues(template, stack.physical_ids)
+    queues = dead_letter_queues(stack)
     if name is None:
         return queues
     chosen = [q for q in queues if q.logical_id.lower() == name.lower()]
@@ -317,6 +309,7 @@ def dlq_peek(name: str, most: int, wait: int, **where: Any) -> int:
 def dlq_redrive(
     name: str, execute: bool, most: int, rate: float, visibility: int, journal: str | None, wait: int, **where: Any
 ) -> int:
+    from herald_ops import views
     from herald_ops.dlq import Journal, Redrive, plan
 
     stack = _stack(**where)
@@ -328,9 +321,7 @@ def dlq_redrive(
         _line({"dry_run": True, **plan(sqs, queue, most, wait_s=wait)})
         click.echo("# nothing moved: add --execute to redrive", err=True)
         return 0
-    journal_path = Path(
-        journal or REPO_ROOT / ".herald" / "redrive" / f"{stack.name or 'local'}-{queue.logical_id}.json"
-    )
+    journal_path = Path(journal) if journal else views.journal_path(stack, queue.logical_id)
     redrive = Redrive(sqs, queue, Journal.open(journal_path), rate_per_s=rate, visibility_s=visibility, wait_s=wait)
     _line({"dlq": queue.logical_id, "to": queue.source_logical_id, **redrive.run(most).as_dict()})
     return 0
@@ -370,26 +361,10 @@ def _confirm_operations(stack: Stack) -> Any:
 @click.option("--grace", type=int, default=120, help="seconds past expiry/lease before it counts as stuck")
 @stack_options
 def confirms_stuck(grace: int, **where: Any) -> int:
-    from herald.confirms.models import view
+    from herald_ops.views import stuck_confirms
 
-    operations = _confirm_operations(_stack(**where))
-    now = now_ms()
-    for confirm in operations.stuck(grace * 1000):
-        pending = str(confirm.status) == "pending"
-        due = confirm.expire_at_ms if pending else confirm.lock_until_ms
-        why = "past its expiry" if pending else "past its lease"
-        _line({"app_code": confirm.app_code, **view(confirm), "why": why, "overdue_s": (now - due) / 1000})
-    for delivery in operations.failed_deliveries():
-        _line(
-            {
-                "app_code": delivery.app_code,
-                "confirm_id": delivery.confirm_id,
-                "push": delivery.key,
-                "why": "push failed for good",
-                "last_error": delivery.last_error,
-                "attempts": delivery.attempts,
-            }
-        )
+    for row in stuck_confirms(_stack(**where), grace):
+        _line(row)
     return 0
 
 

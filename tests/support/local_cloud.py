@@ -200,6 +200,7 @@ class LocalCloudProcess:
             "--ttl-sweep-seconds", "1",
             "--engine-turn-seconds", "0",  # the tests play the agent engine
             "--sample-owner-port", "-1",  # and the owner services
+            "--console-port", "-1",
         ]  # fmt: skip
         if self.dynamodb_endpoint:
             command += ["--dynamodb-endpoint", self.dynamodb_endpoint]

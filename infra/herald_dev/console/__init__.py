@@ -1,0 +1,1 @@
+"""The Herald console: one page that watches every flow and operates it (`herald console`, `make dev`)."""

@@ -1,0 +1,234 @@
+"""The console's server: the page, and what the page asks for.
+
+It runs on the operator's machine, on loopback, against the running local cloud or a deployed stack (`--stack`,
+through the operator's AWS credentials): no admin surface is deployed. Users' actions go to the real HTTP API
+with that user's token (locally the console mints it, as `herald token` does); the IM and Feishu panels read
+what the local cloud's fakes received; Operate runs `herald-ops`' own operations (`herald_ops.views`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+from fastapi import APIRouter, Body, FastAPI, HTTPException, Request, Response
+from fastapi.responses import FileResponse, JSONResponse
+from herald_ops import views
+from herald_ops.stack import NoLocalCloud, Stack
+
+from herald.errors import HeraldError
+from herald_dev.cloud import LOCAL_JWT_SECRET
+
+STATIC = Path(__file__).parent / "static"
+PROXIED = ("api/v1/",)  # the console acts as app users only; services and operators act through Operate
+
+
+def create_console(stack: Stack) -> FastAPI:
+    app = FastAPI(title="Herald console", docs_url=None, redoc_url=None, openapi_url=None)
+    http = httpx.Client(timeout=30)
+
+    def local(key: str) -> Any:
+        if stack.name:
+            raise HTTPException(404, f"{key} exists only on the local cloud")
+        try:
+            return stack.local_state[key]
+        except NoLocalCloud as exc:
+            raise HTTPException(503, str(exc)) from exc
+
+    def fake(name: str) -> str:
+        url = (local("fakes") or {}).get(name)
+        if not url:
+            raise HTTPException(404, f"no fake {name}: the local cloud runs with a real provider")
+        return str(url)
+
+    @app.exception_handler(HeraldError)
+    def refused(request: Request, error: HeraldError) -> JSONResponse:
+        return JSONResponse({"error": error.message, "reason": error.reason}, status_code=409)
+
+    @app.get("/")
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/favicon.ico")
+    def no_icon() -> Response:
+        return Response(status_code=204)
+
+    @app.get("/console/sessions/{session_id}")
+    def session(session_id: str, app_code: str = "lalu") -> dict[str, Any]:
+        """A session's members and agents with each agent's turn state (the operator's view of the store)."""
+        from herald.turns.wiring import turn_store
+
+        store = turn_store(stack.container)
+        found = store.session(app_code, session_id)
+        if found is None:
+            raise HTTPException(404, "no such session")
+        agents = [store.agent(app_code, session_id, agent) for agent in found.agents]
+        return {
+            "members": dict(found.members),
+            "status": str(found.status),
+            "owner_service": found.owner_service,
+            "agents": [
+                {
+                    "agent": a.agent,
+                    "state": str(a.state),
+                    "turn_id": a.turn.turn_id if a.turn else None,
+                    "waiting": len(a.queue),
+                }
+                for a in agents
+            ],
+        }
+
+    @app.get("/static/{name}")
+    def asset(name: str) -> FileResponse:
+        path = STATIC / name
+        if path.parent != STATIC or not path.is_file():
+            raise HTTPException(404, "no such file")
+        return FileResponse(path)
+
+    @app.get("/console/config")
+    def config() -> dict[str, Any]:
+        if stack.name:
+            return {"stack": stack.name, "local": False}
+        return {"stack": "local", "local": True, "ws_url": local("ws_url"), "fakes": local("fakes") or {}}
+
+    @app.post("/console/token")
+    def token(user_id: str = Body(embed=True), app_code: str = Body("lalu", embed=True)) -> dict[str, str]:
+        local("http_url")  # local cloud only: a deployed stack's users sign in with its identity provider
+        now = int(time.time())
+        claims = {"sub": user_id, "app_code": app_code, "iat": now, "exp": now + 3600}
+        return {"token": jwt.encode(claims, LOCAL_JWT_SECRET, algorithm="HS256")}
+
+    @app.api_route("/console/app/{path:path}", methods=["GET", "POST", "PUT", "DELETE"])
+    async def app_api(path: str, request: Request) -> Response:
+        """The real HTTP API, called with the user's token the page holds (same origin, so no CORS)."""
+        if not path.startswith(PROXIED):
+            raise HTTPException(404, "only app routes")
+        answer = http.request(
+            request.method,
+            f"{local('http_url')}/{path}",
+            params=request.query_params,
+            content=await request.body(),
+            headers={k: v for k, v in request.headers.items() if k in ("authorization", "content-type")},
+        )
+        return Response(answer.content, answer.status_code, media_type="application/json")
+
+    @app.get("/console/im")
+    def im(a: str, b: str) -> list[dict[str, Any]]:
+        messages = http.get(f"{fake('tencent_im')}/__fake/messages").json()
+        return [m for m in messages if {m["from"], m["to"]} == {a, b}]
+
+    @app.get("/console/feishu")
+    def feishu() -> list[dict[str, Any]]:
+        """Every card the fake received, with its history and the revision Herald recorded for it."""
+        cards: dict[str, dict[str, Any]] = {}
+        for entry in http.get(f"{fake('feishu')}/__fake/messages").json():
+            card = cards.setdefault(
+                entry["message_id"],
+                {"message_id": entry["message_id"], "chat": entry["receive_id"], "history": []},
+            )
+            card["title"], card["card"] = entry["title"], entry["card"]
+            card["history"].append({"op": entry["op"], "at_ms": entry["at_ms"], "title": entry["title"]})
+        revisions = _card_revisions(stack)
+        for card in cards.values():
+            card["revision"] = revisions.get(card["message_id"])
+        return sorted(cards.values(), key=lambda c: c["history"][-1]["at_ms"], reverse=True)
+
+    app.include_router(operate_routes(stack))
+    return app
+
+
+def operate_routes(stack: Stack) -> APIRouter:
+    """Operate: `herald-ops`' operations on the stack (DLQs, blocked services, stuck confirms)."""
+    router = APIRouter()
+
+    @router.get("/console/operate")
+    def operate() -> dict[str, Any]:
+        """Polled every second: DLQ depths from queue attributes only (a peek would hide messages)."""
+        from herald_ops.dlq import depth
+
+        sqs = stack.client("sqs")
+        dlqs = [
+            {
+                "dlq": q.logical_id,
+                "kind": q.kind,
+                "source": q.source_logical_id,
+                "depth": depth(sqs, q.url),
+                "redrivable": q.redrivable,
+            }
+            for q in views.dead_letter_queues(stack)
+        ]
+        return {
+            "dlqs": dlqs,
+            "blocked": views.blocked_services(stack),
+            "stuck": views.stuck_confirms(stack, grace_s=0),
+        }
+
+    @router.post("/console/dlq/{name}/{step}")
+    def dlq(name: str, step: str, confirm: str = Body("", embed=True)) -> Any:
+        from herald_ops.dlq import Journal, Redrive, describe, peek, peeked_view, plan
+
+        queues = [q for q in views.dead_letter_queues(stack) if q.logical_id == name]
+        if not queues:
+            raise HTTPException(404, "no such dead-letter queue")
+        queue, sqs = queues[0], stack.client("sqs")
+        if step == "peek":
+            messages = [peeked_view(m) for m in peek(sqs, queue, 10, wait_s=0).messages]
+            return {**describe(sqs, queue, _now_ms(), wait_s=0), "messages": messages}
+        if step == "plan":
+            return plan(sqs, queue, 1000, wait_s=0)
+        if step == "redrive" and queue.redrivable and confirm == name:
+            journal = Journal.open(views.journal_path(stack, name))
+            return Redrive(sqs, queue, journal, rate_per_s=10.0, visibility_s=60, wait_s=0).run(1000).as_dict()
+        raise HTTPException(400, "peek, plan, or redrive with {'confirm': <the DLQ's name>}")
+
+    @router.post("/console/events/{job_id}/resolve")
+    def resolve(
+        job_id: str,
+        action: str = Body(embed=True),
+        message_id: str = Body("", embed=True),
+        note: str = Body("", embed=True),
+        by: str = Body("console", embed=True),
+    ) -> dict[str, Any]:
+        from herald.events.operations import describe
+        from herald.events.wiring import operations
+
+        ops = operations(stack.container)
+        if action == "sent" and message_id:
+            return describe(ops.sent(job_id, message_id, by, note))
+        if action == "requeue":
+            return describe(ops.requeue(job_id, by, note))
+        if action == "skip":
+            return describe(ops.skip(job_id, by, note))
+        raise HTTPException(400, "action: sent (with message_id), requeue or skip")
+
+    @router.post("/console/confirms/{app_code}/{confirm_id}/repair")
+    def repair(app_code: str, confirm_id: str) -> dict[str, Any]:
+        from herald.confirms.models import view
+        from herald.confirms.wiring import confirm_operations
+
+        repaired = confirm_operations(stack.container).repair(app_code, confirm_id)
+        return {**view(repaired.confirm), "resent": list(repaired.resent)}
+
+    return router
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _card_revisions(stack: Stack) -> dict[str, int]:
+    """Feishu message id -> the revision Herald's card mapping holds (what the card shows now)."""
+    table = stack.settings.events_table
+    dynamodb = stack.client("dynamodb")
+    found: dict[str, int] = {}
+    for page in dynamodb.get_paginator("scan").paginate(
+        TableName=table,
+        FilterExpression="item_type = :card",
+        ExpressionAttributeValues={":card": {"S": "card"}},
+    ):
+        for item in page["Items"]:
+            found[item["message_id"]["S"]] = int(item["revision"]["N"])
+    return found

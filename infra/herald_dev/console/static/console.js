@@ -1,0 +1,411 @@
+// The Herald console. Plain DOM, no build step; every value from Herald or a fake is set as text, never HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const tokens = new Map(); // user id -> JWT the console minted (local cloud)
+let config = {};
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (value !== false && value !== undefined) node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return node;
+}
+
+function fill(list, nodes, empty) {
+  list.replaceChildren(...(nodes.length ? nodes : [empty]));
+}
+
+function say(target, text, error = false) {
+  target.textContent = text;
+  target.classList.toggle("error", error);
+}
+
+async function json(url, options = {}) {
+  const response = await fetch(url, {
+    ...options,
+    headers: { "content-type": "application/json", ...(options.headers || {}) },
+  });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const why = body.message || body.error || body.detail || response.statusText;
+    throw new Error(`${response.status}: ${typeof why === "string" ? why : JSON.stringify(why)}`);
+  }
+  return body;
+}
+
+const post = (url, body = {}) => json(url, { method: "POST", body: JSON.stringify(body) });
+
+async function tokenOf(user) {
+  if (!tokens.has(user)) tokens.set(user, (await post("/console/token", { user_id: user })).token);
+  return tokens.get(user);
+}
+
+// The real HTTP API as one app user; the envelope's data, or an Error with its code and reason.
+async function asUser(user, method, path, body) {
+  const headers = { authorization: `Bearer ${await tokenOf(user)}` };
+  const options = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
+  const answer = await json(`/console/app/${path}`, options).catch((error) => {
+    throw error;
+  });
+  return answer.data;
+}
+
+function commandId() {
+  return `console-${Date.now()}-${Math.random().toString(16).slice(2, 8)}`;
+}
+
+// ---------------------------------------------------------------- tabs (arrow keys move between them)
+const tabs = [...document.querySelectorAll('[role="tab"]')];
+function show(tab) {
+  for (const other of tabs) {
+    const selected = other === tab;
+    other.setAttribute("aria-selected", String(selected));
+    other.tabIndex = selected ? 0 : -1;
+    $(other.getAttribute("aria-controls")).hidden = !selected;
+  }
+  tab.focus();
+  refresh();
+}
+tabs.forEach((tab) => {
+  tab.addEventListener("click", () => show(tab));
+  tab.addEventListener("keydown", (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (step) show(tabs[(tabs.indexOf(tab) + step + tabs.length) % tabs.length]);
+  });
+});
+const visible = (id) => !$(id).hidden;
+
+// ---------------------------------------------------------------- IM
+function confirmCard(message, update, viewer) {
+  const data = message.data;
+  const done = update !== undefined;
+  const state = done ? update.data.status : data.status;
+  const buttons = (data.actions || []).map((action) =>
+    el(
+      "button",
+      {
+        class: action.style,
+        disabled: done || message.to !== viewer,
+        "data-action": action.action,
+        onclick: () => act(data.confirm_id, action.action, message.to),
+      },
+      action.label,
+    ),
+  );
+  return el(
+    "li",
+    { class: `confirm${done ? " done" : ""}`, "data-confirm": data.confirm_id, "data-state": state },
+    el("div", { class: "from" }, `${message.from} → ${message.to} · ${data.business_type}/${data.business_subtype}`),
+    el("div", {}, data.msg),
+    el("div", { class: "state" }, state),
+    el("div", { class: "actions" }, ...buttons),
+  );
+}
+
+async function act(confirmId, action, user) {
+  try {
+    const confirm = await asUser(user, "POST", `api/v1/message/action-confirms/${confirmId}/${action}`, {
+      command_id: commandId(),
+    });
+    say($("im-status"), `${action}: the API answered ${confirm.status}; the card greys when the IM update arrives`);
+  } catch (error) {
+    say($("im-status"), `${action}: ${error.message}`, true);
+  }
+}
+
+async function refreshIm() {
+  const a = $("im-a").value.trim();
+  const b = $("im-b").value.trim();
+  if (!a || !b) return;
+  const messages = await json(`/console/im?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+  const updates = new Map();
+  for (const m of messages) if (m.data && m.data.type === "im_confirm_update") updates.set(m.data.confirm_id, m);
+  const items = messages
+    .filter((m) => !(m.data && m.data.type === "im_confirm_update"))
+    .map((m) =>
+      m.data && m.data.type === "im_confirm"
+        ? confirmCard(m, updates.get(m.data.confirm_id), b)
+        : el("li", {}, el("div", { class: "from" }, `${m.from} → ${m.to}`), JSON.stringify(m.data)),
+    );
+  fill($("im-messages"), items, el("li", { class: "empty" }, `No messages between ${a} and ${b} yet.`));
+}
+
+// ---------------------------------------------------------------- Inbox
+let socket = null;
+let inboxUser = null;
+let inboxVersion = -1;
+
+async function openBell(event) {
+  event.preventDefault();
+  inboxUser = $("inbox-user").value.trim();
+  inboxVersion = -1;
+  if (socket) socket.close();
+  const token = await tokenOf(inboxUser);
+  socket = new WebSocket(`${config.ws_url}/?token=${encodeURIComponent(token)}`);
+  socket.onopen = () => say($("inbox-socket"), `connected as ${inboxUser}`);
+  socket.onclose = () => say($("inbox-socket"), "disconnected", true);
+  socket.onmessage = (message) => {
+    const frame = JSON.parse(message.data);
+    if (frame.type === "inbox_updated" && frame.version > inboxVersion) {
+      inboxVersion = frame.version;
+      $("inbox-count").textContent = frame.unreadCount;
+      refreshInbox();
+    }
+  };
+  $("inbox-read-all").disabled = false;
+  const count = await asUser(inboxUser, "GET", "api/v1/inbox/unread-count");
+  if (inboxVersion < 0) $("inbox-count").textContent = count.unread_count;
+  await refreshInbox();
+  await showPreferences();
+}
+
+async function refreshInbox() {
+  if (!inboxUser) return;
+  const page = await asUser(inboxUser, "GET", "api/v1/inbox/notifications?page_size=50");
+  const items = page.items.map((n) =>
+    el(
+      "li",
+      { class: n.is_read ? "" : "unread", "data-notification": n.notification_id },
+      el("div", { class: "from" }, `${n.kind} · ${n.session_id} · ${new Date(n.created_at_ms).toLocaleString()}`),
+      el("div", {}, n.title),
+      el(
+        "div",
+        { class: "actions" },
+        el("button", { disabled: n.is_read, onclick: () => inboxChange("POST", `${n.notification_id}/read`) }, "Read"),
+        el("button", { onclick: () => inboxChange("DELETE", n.notification_id) }, "Delete"),
+      ),
+    ),
+  );
+  fill($("inbox-items"), items, el("li", { class: "empty" }, "No notifications."));
+}
+
+async function inboxChange(method, path) {
+  try {
+    await asUser(inboxUser, method, `api/v1/inbox/notifications/${path}`);
+  } catch (error) {
+    say($("inbox-socket"), error.message, true);
+  }
+  await refreshInbox(); // the count itself comes over the WebSocket
+}
+
+async function showPreferences() {
+  const prefs = await asUser(inboxUser, "GET", "api/v1/inbox/preferences");
+  const box = $("inbox-prefs");
+  box.replaceChildren(el("legend", {}, "Preferences"));
+  for (const [name, on] of Object.entries(prefs)) {
+    const input = el("input", { type: "checkbox", checked: on, id: `pref-${name}` });
+    input.addEventListener("change", () =>
+      asUser(inboxUser, "PUT", "api/v1/inbox/preferences", { [name]: input.checked }).catch((error) =>
+        say($("inbox-socket"), error.message, true),
+      ),
+    );
+    box.append(el("label", {}, input, ` ${name} `));
+  }
+  box.disabled = false;
+}
+
+// ---------------------------------------------------------------- Partner cards
+async function refreshCards() {
+  const cards = await json("/console/feishu");
+  const items = cards.map((card) =>
+    el(
+      "li",
+      { "data-message": card.message_id, "data-revision": card.revision ?? "" },
+      el("div", { class: "from" }, `chat ${card.chat} · ${card.message_id}`),
+      el("div", {}, el("b", {}, card.title), ` — revision ${card.revision ?? "?"}`),
+      el("div", {}, (card.card.elements || []).map((e) => (e.text ? e.text.content : "")).join(" ")),
+      el(
+        "ol",
+        { class: "history" },
+        ...card.history.map((h) => el("li", {}, `${h.op} at ${new Date(h.at_ms).toLocaleTimeString()}: ${h.title}`)),
+      ),
+    ),
+  );
+  fill($("cards-list"), items, el("li", { class: "empty" }, "No cards yet: post an external event."));
+}
+
+// ---------------------------------------------------------------- Agent sessions
+async function refreshSession(event) {
+  if (event) event.preventDefault();
+  const session = $("session-id").value.trim();
+  const user = $("session-user").value.trim();
+  if (!session || !user) return;
+  const tbody = $("session-messages").tBodies[0];
+  try {
+    const page = await asUser(user, "GET", `api/v1/sessions/${encodeURIComponent(session)}/events?after_seq=0`);
+    const messages = new Map();
+    const agents = new Map(); // agent -> its last turn event
+    const mark = (id, change) => messages.set(id, { ...(messages.get(id) || { id }), ...change });
+    for (const e of page.events) {
+      const d = e.data || {};
+      if (e.type === "chat.message") mark(d.message_id, { agent: d.agent, sender: e.actor, text: d.text, state: "sent" });
+      if (e.type === "chat.message_queued") mark(d.message_id, { state: `queued (position ${d.position})` });
+      if (e.type === "chat.message_cancelled") mark(d.message_id, { state: "cancelled" });
+      if (e.type === "agent.error") mark(d.message_id, { state: `refused: ${d.reason}` });
+      if (e.type === "turn.started") for (const id of d.message_ids || []) mark(id, { state: `started (${d.turn_id})` });
+      if (e.type === "chat.message_delivered") for (const id of d.message_ids || []) mark(id, { state: "delivered" });
+      if (e.type.startsWith("turn.")) agents.set(d.agent, `${e.type} ${d.turn_id || ""}`.trim());
+    }
+    const turn = [...agents].map(([agent, last]) => `${agent}: ${last}`).join("; ") || "no turn yet";
+    say($("session-status"), `${page.events.length} events · ${turn}`);
+    const who = await json(`/console/sessions/${encodeURIComponent(session)}`);
+    const members = Object.entries(who.members).map(([id, role]) => `${id} (${role})`).join(", ");
+    const states = who.agents.map((a) => `${a.agent}: ${a.state}${a.waiting ? `, ${a.waiting} waiting` : ""}`);
+    $("session-who").textContent = `${who.status} · members ${members} · agents ${states.join("; ")}`;
+    const rows = [...messages.values()].map((m) =>
+      el(
+        "tr",
+        {},
+        el("td", {}, m.id),
+        el("td", {}, m.agent || ""),
+        el("td", {}, m.sender),
+        el("td", {}, m.state),
+        el("td", {}, m.text),
+        el(
+          "td",
+          {},
+          m.sender === user && /queued/.test(m.state)
+            ? el("button", { onclick: () => cancelMessage(session, m, user) }, "Cancel")
+            : "",
+        ),
+      ),
+    );
+    tbody.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { class: "empty", colspan: 6 }, "No messages."))]));
+  } catch (error) {
+    say($("session-status"), error.message, true);
+  }
+}
+
+async function cancelMessage(session, message, user) {
+  try {
+    await asUser(user, "POST", `api/v1/sessions/${session}/agents/${message.agent}/messages/${message.id}/cancel`);
+  } catch (error) {
+    say($("session-status"), error.message, true);
+  }
+  refreshSession();
+}
+
+// ---------------------------------------------------------------- Operate
+function row(cells, action) {
+  return el("tr", {}, ...cells.map((c) => el("td", {}, c ?? "")), el("td", {}, action || ""));
+}
+
+function rows(table, items, empty) {
+  const columns = table.tHead.rows[0].cells.length;
+  table.tBodies[0].replaceChildren(...(items.length ? items : [el("tr", {}, el("td", { class: "empty", colspan: columns }, empty))]));
+}
+
+async function operateStep(label, call) {
+  try {
+    const answer = await call();
+    say($("operate-status"), `${label}: done`);
+    return answer;
+  } catch (error) {
+    say($("operate-status"), `${label}: ${error.message}`, true);
+    return null;
+  } finally {
+    refreshOperate();
+  }
+}
+
+async function dlqDetail(name, step) {
+  const detail = $("dlq-detail");
+  if (step === "redrive") {
+    const plan = await post(`/console/dlq/${name}/plan`);
+    const typed = window.prompt(`Redrive plan for ${name}:\n${JSON.stringify(plan, null, 2)}\n\nType ${name} to move them back.`);
+    if (typed !== name) return say($("operate-status"), "redrive: not confirmed, nothing moved");
+    const answer = await operateStep(`redrive ${name}`, () => post(`/console/dlq/${name}/redrive`, { confirm: name }));
+    detail.textContent = JSON.stringify(answer, null, 2);
+  } else {
+    detail.textContent = JSON.stringify(await post(`/console/dlq/${name}/${step}`), null, 2);
+  }
+  detail.hidden = false;
+}
+
+async function resolveJob(job) {
+  const choice = window.prompt(
+    `Resolve ${job.job_id} (${job.service_id}, ${job.status}): ${job.why}\n` +
+      "Type: sent <feishu message id> | requeue | skip",
+    "requeue",
+  );
+  if (!choice) return;
+  const [action, messageId = ""] = choice.trim().split(/\s+/);
+  if (!window.confirm(`${action} ${job.job_id}? This is recorded with your name.`)) return;
+  await operateStep(`${action} ${job.job_id}`, () =>
+    post(`/console/events/${job.job_id}/resolve`, { action, message_id: messageId, note: "from the console" }),
+  );
+}
+
+async function refreshOperate() {
+  const state = await json("/console/operate");
+  rows(
+    $("dlqs"),
+    state.dlqs.map((q) =>
+      row([q.dlq, q.depth, q.kind, q.source ?? ""], el("span", { class: "actions" },
+        el("button", { onclick: () => dlqDetail(q.dlq, "peek") }, "Peek"),
+        el("button", { onclick: () => dlqDetail(q.dlq, "redrive"), disabled: !q.depth || !q.redrivable }, "Redrive…"),
+      )),
+    ),
+    "No dead-letter queues.",
+  );
+  rows(
+    $("blocked"),
+    state.blocked.map((job) =>
+      row(
+        [job.service_id, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, `${job.age_s} s`, job.waiting_behind],
+        el("button", { "data-job": job.job_id, onclick: () => resolveJob(job) }, "Resolve…"),
+      ),
+    ),
+    "Nothing blocked.",
+  );
+  rows(
+    $("stuck"),
+    state.stuck.map((c) =>
+      row(
+        [c.confirm_id, c.status ?? c.push, c.why],
+        el("button", { onclick: () => operateStep(`repair ${c.confirm_id}`, () => post(`/console/confirms/${c.app_code}/${c.confirm_id}/repair`)) }, "Repair"),
+      ),
+    ),
+    "Nothing stuck.",
+  );
+}
+
+// ---------------------------------------------------------------- refresh loop
+async function refresh() {
+  try {
+    if (visible("im")) await refreshIm();
+    if (visible("cards")) await refreshCards();
+    if (visible("operate")) await refreshOperate();
+    if (visible("sessions")) await refreshSession();
+  } catch (error) {
+    const target = { im: "im-status", cards: "im-status", operate: "operate-status", sessions: "session-status" };
+    const panel = tabs.find((t) => t.getAttribute("aria-selected") === "true").getAttribute("aria-controls");
+    if (target[panel]) say($(target[panel]), error.message, true);
+  }
+}
+
+async function start() {
+  config = await json("/console/config");
+  $("stack").textContent = config.local ? "local cloud" : `stack ${config.stack}`;
+  $("inbox-form").addEventListener("submit", (event) => openBell(event).catch((e) => say($("inbox-socket"), e.message, true)));
+  $("inbox-read-all").addEventListener("click", () => inboxChange("POST", "read-all"));
+  $("sessions-form").addEventListener("submit", refreshSession);
+  $("im-form").addEventListener("submit", (event) => { event.preventDefault(); refresh(); });
+  if (!config.local) {
+    // A deployed stack: its users sign in with its identity provider and its providers are real, so only
+    // Operate runs here.
+    for (const tab of tabs) tab.hidden = tab.getAttribute("aria-controls") !== "operate";
+    for (const section of document.querySelectorAll('[role="tabpanel"]')) section.hidden = section.id !== "operate";
+    tabs.splice(0, tabs.length, ...tabs.filter((tab) => !tab.hidden));
+  }
+  const panel = new URLSearchParams(location.search).get("panel");
+  show(tabs.find((t) => t.getAttribute("aria-controls") === panel) || tabs[0]);
+  setInterval(refresh, 1000);
+}
+
+start().catch((error) => say($("im-status"), `the console could not start: ${error.message}`, true));

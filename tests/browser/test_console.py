@@ -1,0 +1,261 @@
+"""The Herald console in a real browser (headless Chromium from Debian, through its chromedriver) against a
+local cloud: each panel is clicked through as a person would, and each test leaves a screenshot of its panel
+in docs/console/ for the README."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from herald_ops.stack import DEFAULT_TEMPLATE, Stack
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+
+from herald.auth.dynamo import DynamoServiceKeyStore
+from herald.auth.service_keys import ServiceKeys
+from herald_dev.console.app import create_console
+from tests.support.local_cloud import RATE_LIMITS_OFF, REPO, LocalCloudProcess, free_port
+from tests.support.tokens import make_token
+
+pytestmark = pytest.mark.browser
+SCREENSHOTS = REPO / "docs" / "console"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloudProcess]:
+    """Feishu's uuid window closed at once, so an interrupted send waits for an operator (Operate)."""
+    process = LocalCloudProcess(
+        tmp_path_factory.mktemp("console-cloud"),
+        env={"HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS": "0", "HERALD_EVENTS_RETRY_BASE_MS": "500", **RATE_LIMITS_OFF},
+    ).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def console(cloud: LocalCloudProcess) -> Iterator[str]:
+    port = free_port()
+    stack = Stack(None, None, None, cloud.state_file, DEFAULT_TEMPLATE)
+    server = uvicorn.Server(uvicorn.Config(create_console(stack), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    if not Path(CHROMEDRIVER).exists():
+        pytest.fail(f"{CHROMEDRIVER} is missing: `make test` installs Debian's chromium and chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def until(check: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
+    """`check`'s first truthy answer (an exception counts as not yet)."""
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            answer = check()
+            if answer:
+                return answer
+        except Exception as exc:
+            last = exc
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what or check}: {last!r}")
+
+
+def panel(browser: WebDriver, console: str, name: str) -> None:
+    browser.get(f"{console}/?panel={name}")
+    until(lambda: browser.find_element(By.ID, name).is_displayed(), what=f"the {name} panel")
+
+
+def fill(browser: WebDriver, element_id: str, value: str) -> None:
+    field = browser.find_element(By.ID, element_id)
+    field.clear()
+    field.send_keys(value)
+
+
+def screenshot(browser: WebDriver, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+def service_key(cloud: LocalCloudProcess, service: str, capability: str, **rights: Any) -> dict[str, str]:
+    keys = ServiceKeys(DynamoServiceKeyStore(cloud.resource("ServiceKeysTable"), cloud.client("dynamodb")))
+    key, _ = keys.create_key(service, [capability], **rights)
+    return {"Authorization": f"Bearer {key}"}
+
+
+def new_user() -> str:
+    return str(30_000_000 + secrets.randbelow(10**8))
+
+
+def test_im_an_invitation_card_appears_is_accepted_and_greys_out_when_its_update_arrives(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    inviter, target = new_user(), new_user()
+    panel(browser, console, "im")
+    fill(browser, "im-a", inviter)
+    fill(browser, "im-b", target)
+    invited = httpx.post(
+        f"{cloud.http_url}/api/v1/role-invitations",
+        json={"invitation_type": "host", "target_user_id": target},
+        headers={"Authorization": f"Bearer {make_token(inviter)}"},
+    )
+    assert invited.status_code == 200, invited.text
+    card: WebElement = until(lambda: browser.find_element(By.CSS_SELECTOR, "li.confirm"), what="the confirm card")
+    assert "invited you to become a host" in card.text and card.get_attribute("data-state") == "pending"
+    card.find_element(By.CSS_SELECTOR, 'button[data-action="accept"]').click()
+    until(lambda: "accept: the API answered accepted" in browser.find_element(By.ID, "im-status").text, what="answer")
+    greyed = until(lambda: browser.find_element(By.CSS_SELECTOR, "li.confirm.done"), what="the greyed card")
+    assert greyed.get_attribute("data-state") == "accepted"
+    assert all(not b.is_enabled() for b in greyed.find_elements(By.TAG_NAME, "button"))
+    screenshot(browser, "im")
+
+
+def test_inbox_the_bell_counts_three_over_the_websocket_and_read_all_brings_it_to_zero(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    user = new_user()
+    producer = service_key(cloud, "console-producer", "/internal/v1/inbox")
+    panel(browser, console, "inbox")
+    fill(browser, "inbox-user", user)
+    browser.find_element(By.CSS_SELECTOR, "#inbox-form button[type=submit]").click()
+    until(lambda: browser.find_element(By.ID, "inbox-socket").text == f"connected as {user}", what="the socket")
+    for n in range(3):
+        body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "s1", "tail": f"q{n}", "title": f"Q{n}"}
+        assert httpx.post(f"{cloud.http_url}/internal/v1/inbox/notifications", json=body, headers=producer).is_success
+    until(lambda: browser.find_element(By.ID, "inbox-count").text == "3", what="a count of 3 from the WebSocket")
+    until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#inbox-items li.unread")) == 3, what="3 unread")
+    screenshot(browser, "inbox")
+    browser.find_element(By.ID, "inbox-read-all").click()
+    until(lambda: browser.find_element(By.ID, "inbox-count").text == "0", what="a count of 0 from the WebSocket")
+
+
+def test_partner_cards_two_revisions_are_one_card_at_revision_two(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    chat = f"oc_console_{secrets.token_hex(3)}"
+    partner = service_key(cloud, f"console-{secrets.token_hex(3)}", "/events/external", targets=[f"chat_id:{chat}"])
+    for revision in (1, 2):
+        body = {
+            "event_id": f"{chat}-{revision}",
+            "event_type": "job.progress",
+            "data": {
+                "event_id": "job-42",
+                "revision": revision,
+                "title": "Job 42",
+                "status": "running",
+                "summary": f"step {revision}",
+                "target": {"receive_id": chat, "receive_id_type": "chat_id"},
+            },
+        }
+        assert httpx.post(f"{cloud.http_url}/events/external", json=body, headers=partner).status_code == 202
+    panel(browser, console, "cards")
+
+    def one_card_at_revision_two() -> WebElement | None:
+        cards = [c for c in browser.find_elements(By.CSS_SELECTOR, "#cards-list > li") if chat in c.text]
+        done = len(cards) == 1 and cards[0].get_attribute("data-revision") == "2"
+        return cards[0] if done else None
+
+    card = until(one_card_at_revision_two, what="one card at revision 2")
+    assert "step 2" in card.text
+    assert [h.text.split(" ")[0] for h in card.find_elements(By.CSS_SELECTOR, ".history li")] == ["send", "update"]
+    screenshot(browser, "cards")
+
+
+def test_operate_an_unknown_job_blocks_its_service_and_resolving_it_on_the_page_drains_the_service(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    service, chat = f"stuck-{secrets.token_hex(3)}", f"oc_stuck_{secrets.token_hex(3)}"
+    partner = service_key(cloud, service, "/events/external", targets=[f"chat_id:{chat}"])
+    httpx.post(f"{cloud.fake_url('feishu')}/__fake/faults", json=[{"op": "send", "after_send": True}])
+    for n in range(2):
+        body = {
+            "event_id": f"{service}-{n}",
+            "event_type": "job.progress",
+            "data": {
+                "title": f"{service} #{n}",
+                "status": "running",
+                "target": {"receive_id": chat, "receive_id_type": "chat_id"},
+            },
+        }
+        assert httpx.post(f"{cloud.http_url}/events/external", json=body, headers=partner).status_code == 202
+    panel(browser, console, "operate")
+    row = until(
+        lambda: next(r for r in browser.find_elements(By.CSS_SELECTOR, "#blocked tbody tr") if service in r.text),
+        timeout=60,
+        what="the blocked service",
+    )
+    assert "unknown (yours)" in row.text
+    screenshot(browser, "operate")
+    found = [c for c in httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages").json() if c["receive_id"] == chat]
+    row.find_element(By.CSS_SELECTOR, "button[data-job]").click()
+    prompt = browser.switch_to.alert
+    prompt.send_keys(f"sent {found[0]['message_id']}")  # the operator found it in Feishu
+    prompt.accept()
+    browser.switch_to.alert.accept()  # "sent ...? This is recorded with your name."
+    until(
+        lambda: not [r for r in browser.find_elements(By.CSS_SELECTOR, "#blocked tbody tr") if service in r.text],
+        what="the service no longer blocked",
+    )
+
+    def drained() -> bool:
+        cards = [c for c in httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages").json() if c["receive_id"] == chat]
+        return [c["title"] for c in cards] == [f"{service} #0", f"{service} #1"]
+
+    until(drained, what="the event behind it delivered")
+
+
+def test_sessions_a_queued_message_is_shown_with_its_position_and_its_sender_cancels_it(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    session, member = f"s-{secrets.token_hex(3)}", new_user()
+    engine = service_key(cloud, f"engine-{secrets.token_hex(3)}", "/internal/v1/sessions")
+    opened = httpx.put(
+        f"{cloud.http_url}/internal/v1/sessions/{session}",
+        json={"members": {member: "developer"}, "agents": ["po"], "status": "active"},
+        headers=engine,
+    )
+    assert opened.is_success, opened.text
+    for text in ("first", "second"):
+        posted = httpx.post(
+            f"{cloud.http_url}/api/v1/sessions/{session}/agents/po/messages",
+            json={"text": text},
+            headers={"Authorization": f"Bearer {make_token(member)}"},
+        )
+        assert posted.status_code == 202, posted.text
+    panel(browser, console, "sessions")
+    fill(browser, "session-id", session)
+    fill(browser, "session-user", member)
+    browser.find_element(By.CSS_SELECTOR, "#sessions-form button[type=submit]").click()
+
+    def row(text: str) -> WebElement:
+        return next(r for r in browser.find_elements(By.CSS_SELECTOR, "#session-messages tbody tr") if text in r.text)
+
+    until(lambda: "queued (position 1)" in row("second").text, what="the queued message")
+    assert "started" in row("first").text
+    assert "po: running, 1 waiting" in browser.find_element(By.ID, "session-who").text
+    screenshot(browser, "sessions")
+    row("second").find_element(By.TAG_NAME, "button").click()
+    until(lambda: "cancelled" in row("second").text, what="the message cancelled")
