@@ -259,3 +259,30 @@ def test_sessions_a_queued_message_is_shown_with_its_position_and_its_sender_can
     screenshot(browser, "sessions")
     row("second").find_element(By.TAG_NAME, "button").click()
     until(lambda: "cancelled" in row("second").text, what="the message cancelled")
+
+
+def test_operate_a_dead_letter_is_peeked_then_redriven_after_its_plan_and_the_queues_name(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    sqs, marker = cloud.client("sqs"), f"turn-{secrets.token_hex(4)}"
+    dlq, source = cloud.resource("TurnsDeadLetters"), cloud.resource("TurnsQueue")
+    sqs.send_message(
+        QueueUrl=dlq, MessageBody=f'{{"turn_id":"{marker}"}}', MessageGroupId="g", MessageDeduplicationId=marker
+    )
+    panel(browser, console, "operate")
+
+    def dlq_row() -> WebElement:
+        return next(r for r in browser.find_elements(By.CSS_SELECTOR, "#dlqs tbody tr") if "TurnsDeadLetters" in r.text)
+
+    until(lambda: dlq_row().find_elements(By.TAG_NAME, "td")[1].text == "1", what="the dead letter")
+    assert dlq_row().find_elements(By.TAG_NAME, "td")[2].text.endswith(" s")  # the oldest message's age
+    dlq_row().find_element(By.XPATH, ".//button[text()='Peek']").click()
+    until(lambda: marker in browser.find_element(By.ID, "dlq-detail").text, what="the peeked message")
+    dlq_row().find_element(By.XPATH, ".//button[starts-with(text(), 'Redrive')]").click()
+    plan = until(lambda: browser.switch_to.alert, what="the redrive plan")
+    assert "Redrive plan for TurnsDeadLetters" in plan.text
+    plan.send_keys("TurnsDeadLetters")
+    plan.accept()
+    until(lambda: dlq_row().find_elements(By.TAG_NAME, "td")[1].text == "0", what="the DLQ emptied")
+    moved = sqs.receive_message(QueueUrl=source, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+    assert [m["Body"] for m in moved if marker in m["Body"]] == [f'{{"turn_id":"{marker}"}}']

@@ -146,20 +146,16 @@ def operate_routes(stack: Stack) -> APIRouter:
 
     @router.get("/console/operate")
     def operate() -> dict[str, Any]:
-        """Polled every second: DLQ depths from queue attributes only (a peek would hide messages)."""
-        from herald_ops.dlq import depth
+        """Polled: each DLQ's depth from its attributes, and the oldest message's age from a peek (which
+        puts what it read back at once) only where there is something to see."""
+        from herald_ops.dlq import depth, describe
 
-        sqs = stack.client("sqs")
-        dlqs = [
-            {
-                "dlq": q.logical_id,
-                "kind": q.kind,
-                "source": q.source_logical_id,
-                "depth": depth(sqs, q.url),
-                "redrivable": q.redrivable,
-            }
-            for q in views.dead_letter_queues(stack)
-        ]
+        sqs, now = stack.client("sqs"), _now_ms()
+        dlqs = []
+        for queue in views.dead_letter_queues(stack):
+            empty = {"dlq": queue.logical_id, "kind": queue.kind, "source": queue.source_logical_id, "depth": 0}
+            row = describe(sqs, queue, now, wait_s=0) if depth(sqs, queue.url) else empty
+            dlqs.append({**row, "redrivable": queue.redrivable})
         return {
             "dlqs": dlqs,
             "blocked": views.blocked_services(stack),

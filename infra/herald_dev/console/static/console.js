@@ -346,7 +346,7 @@ async function refreshOperate() {
   rows(
     $("dlqs"),
     state.dlqs.map((q) =>
-      row([q.dlq, q.depth, q.kind, q.source ?? ""], el("span", { class: "actions" },
+      row([q.dlq, q.depth, q.oldest_age_s == null ? "" : `${q.oldest_age_s} s`, q.kind, q.source ?? ""], el("span", { class: "actions" },
         el("button", { onclick: () => dlqDetail(q.dlq, "peek") }, "Peek"),
         el("button", { onclick: () => dlqDetail(q.dlq, "redrive"), disabled: !q.depth || !q.redrivable }, "Redrive…"),
       )),
