@@ -1,5 +1,6 @@
-"""`make dev`, as a newcomer runs it: health answers, the WebSocket takes a token, the reference agent engine
-merges messages sent during a turn into the next one, Ctrl-C stops it cleanly."""
+"""`make dev`, as a newcomer runs it: health answers, the WebSocket takes a token, the console and the sample
+owner service answer, the reference agent engine merges messages sent during a turn into the next one, Ctrl-C
+stops it cleanly."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def watch_the_reference_engine_merge_a_queue(http_url: str) -> None:
 
 
 def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: Path) -> None:
-    http_port, ws_port, moto_port = free_port(), free_port(), free_port()
+    http_port, ws_port, moto_port, console_port, owner_port = (free_port() for _ in range(5))
     state = tmp_path / "local.json"
     env = {
         **os.environ,
@@ -52,6 +53,8 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
         "HERALD_MOTO_PORT": str(moto_port),
         "HERALD_TENCENT_IM_PORT": str(free_port()),
         "HERALD_FEISHU_PORT": str(free_port()),
+        "HERALD_CONSOLE_PORT": str(console_port),
+        "HERALD_SAMPLE_OWNER_PORT": str(owner_port),
         "HERALD_LOCAL_STATE": str(state),
         "HERALD_ENGINE_TURN_SECONDS": "2",
         "AWS_ACCESS_KEY_ID": "local",
@@ -68,6 +71,11 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
                 return json.loads(await asyncio.wait_for(ws.recv(), 5))  # type: ignore[no-any-return]
 
         assert asyncio.run(ping()) == {"type": "pong"}
+        console = httpx.get(f"http://127.0.0.1:{console_port}/")
+        assert console.status_code == 200 and "Herald console" in console.text
+        assert httpx.get(f"http://127.0.0.1:{console_port}/console/config").json()["local"] is True
+        group = eventually(lambda: httpx.get(f"http://127.0.0.1:{owner_port}/groups/night-owls").json())
+        assert group["admin"] == "10001"
         watch_the_reference_engine_merge_a_queue(f"http://127.0.0.1:{http_port}")
     finally:
         os.killpg(process.pid, signal.SIGINT)

@@ -587,3 +587,18 @@ def test_one_business_type_over_its_own_limit_gets_429_and_another_owner_does_no
         "/internal/v1/confirms", json={**ask("c-1"), "business_type": "chess_match"}, headers=chess_key
     )
     assert other.status_code == 200, other.text
+
+
+def test_an_owner_that_refuses_to_expire_leaves_the_janitor_running_and_the_confirm_waiting(
+    api: TestClient, owner: LoopbackOwner, groups_key: dict[str, str], registered: dict[str, Any], clock: FakeClock
+) -> None:
+    """Only an action can be refused; a 409 to an expiry is an owner answering wrongly: no crash, no guess."""
+    odd = create(api, groups_key, owner, "g-odd", expire_at_ms=clock.now + 1_000).json()["data"]
+    other = create(api, groups_key, owner, "g-other", expire_at_ms=clock.now + 1_000).json()["data"]
+    owner.faults.append("refuse:no_such_request")
+    clock.advance(1_001)
+    run_janitor()  # one refusal, and the janitor goes on to the next confirm
+    statuses = sorted([owner.facts["g-odd"], owner.facts["g-other"]])
+    assert statuses == ["expired", "pending"]
+    run_janitor()  # the owner answers now
+    assert {status_of(api, odd["confirm_id"]), status_of(api, other["confirm_id"])} == {"expired"}

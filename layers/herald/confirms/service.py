@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from typing import Protocol
 
 from herald.auth.models import Principal
@@ -233,12 +234,14 @@ class Confirms:
         """Bring a confirm up to date: expire it past its time, repair a claim whose lease ran out."""
         now = self._clock()
         if confirm.status is ConfirmStatus.PENDING and now >= confirm.expire_at_ms:
-            fact = self._registry.handler(confirm.app_code, confirm.business_type).expire(confirm)
+            handler = self._registry.handler(confirm.app_code, confirm.business_type)
+            fact = self._asked(lambda: handler.expire(confirm))
             if fact.confirm_status is None:
                 return confirm
             return self._finish(confirm, self._decided(confirm, fact))
         if confirm.status is ConfirmStatus.PROCESSING and now >= confirm.lock_until_ms:
-            fact = self._registry.handler(confirm.app_code, confirm.business_type).fact(confirm)
+            handler = self._registry.handler(confirm.app_code, confirm.business_type)
+            fact = self._asked(lambda: handler.fact(confirm))
             if fact.confirm_status is not None:
                 return self._finish(confirm, self._decided(confirm, fact))
             reclaimed = confirm.evolve(locked_by=uuid.uuid4().hex, lock_until_ms=now + self._lease_ms)
@@ -248,6 +251,15 @@ class Confirms:
                 return self._reload(confirm)
             return self._complete(reclaimed, "")
         return confirm
+
+    @staticmethod
+    def _asked(question: Callable[[], OwnerFact]) -> OwnerFact:
+        """The owner's truth for a repair. Only an action can be refused; an owner that refuses to state its
+        truth is answering wrongly, which is an outage: the confirm waits (and counts as stuck) until it answers."""
+        try:
+            return question()
+        except BusinessRefused as exc:
+            raise UpstreamError(f"the owner refused to state its truth ({exc.reason})") from exc
 
     def settle_due(self, limit: int = 100) -> list[Confirm]:
         """The janitor's pass: every confirm past its expiry or lease, settled."""
