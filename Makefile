@@ -15,7 +15,7 @@ SAM_VENV := .sam-cli
 SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
 
-.PHONY: setup dev test lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
+.PHONY: setup dev test openapi lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
 
 setup: $(STAMP) $(DYNAMODB_LOCAL) $(FAUXQS)
 
@@ -53,6 +53,10 @@ test: setup $(CHROMEDRIVER) lint sam-check
 	$(BIN)/pytest -m "not crash" && HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration; \
 	status=$$?; wait $$crash; crashed=$$?; cat $(CRASH_LOG); \
 	[ $$status -eq 0 ] && [ $$crashed -eq 0 ]
+
+## openapi: write events/openapi.json, the document client generators read (a test fails when it is stale)
+openapi: $(STAMP)
+	$(BIN)/python -m herald_dev.openapi
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.routing import APIRoute
 from pynamodb.exceptions import PynamoDBException
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -110,8 +111,18 @@ class ConfiguredCors:
         await self._inner(scope, receive, send)
 
 
+def operation_id(route: APIRoute) -> str:
+    """Short, stable operation ids for client generators: `<context>.<endpoint in camelCase>`, e.g.
+    `inbox.unreadCount`, `events.postExternalEvent` (the context is the routes' package)."""
+    parts = route.endpoint.__module__.split(".")
+    context = parts[-2] if parts[-1] == "routes" else parts[-1]
+    first, *rest = route.name.split("_")
+    return f"{context}.{first}{''.join(word.title() for word in rest)}"
+
+
 def create_app() -> FastAPI:
     app = FastAPI(
+        generate_unique_id_function=operation_id,
         title="Herald",
         version="0.1.0",
         openapi_url="/api/v1/openapi.json",

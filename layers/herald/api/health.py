@@ -4,9 +4,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
 from herald.container import current
-from herald.web.envelope import Envelope, ok
+from herald.web.envelope import APP_AUDIENCE, Envelope, ok
 
-router = APIRouter()
+router = APIRouter(tags=[APP_AUDIENCE])
 
 
 class Health(BaseModel):
@@ -14,6 +14,12 @@ class Health(BaseModel):
     stage: str
 
 
-@router.api_route("/api/v1/health", methods=["GET", "HEAD"], response_model=Envelope[Health])
+@router.get("/api/v1/health", response_model=Envelope[Health])
 def health(request: Request) -> Envelope[Health]:
     return ok(request, Health(status="ok", stage=current().settings.stage))
+
+
+@router.head("/api/v1/health", include_in_schema=False)
+def health_head(request: Request) -> Envelope[Health]:
+    """The same answer for load balancers that probe with HEAD (one operation in the OpenAPI)."""
+    return health(request)

@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, OPERATOR, PARTNER, SERVICE, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal, CurrentService
 
 router = APIRouter()
@@ -22,12 +22,17 @@ class ServiceIdentity(BaseModel):
     app_codes: list[str]
 
 
-@router.get("/api/v1/me", responses=errors(*APP), response_model=Envelope[Me])
+@router.get("/api/v1/me", responses=errors(*APP), response_model=Envelope[Me], tags=[APP_AUDIENCE])
 def me(request: Request, principal: CurrentPrincipal) -> Envelope[Me]:
     return ok(request, Me(user_id=principal.user_id, app_code=principal.app_code, roles=sorted(principal.roles)))
 
 
-@router.get("/internal/v1/whoami", responses=errors(*SERVICE), response_model=Envelope[ServiceIdentity])
+@router.get(
+    "/internal/v1/whoami",
+    responses=errors(*SERVICE),
+    response_model=Envelope[ServiceIdentity],
+    tags=[PARTNER, ENGINE, OPERATOR],
+)
 def whoami(request: Request, caller: CurrentService) -> Envelope[ServiceIdentity]:
     identity = ServiceIdentity(
         service_id=caller.service_id,

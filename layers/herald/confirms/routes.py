@@ -14,10 +14,10 @@ from herald.confirms.wiring import confirms, deliveries
 from herald.errors import NotFound
 from herald.ids import APP_CODE_PATTERN
 from herald.owners.wiring import registrations
-from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, OPERATOR, SERVICE, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal, CurrentService
 
-router = APIRouter(prefix="/api/v1/message/action-confirms", tags=["action confirms"])
+router = APIRouter(prefix="/api/v1/message/action-confirms", tags=[APP_AUDIENCE])
 
 
 class AcceptBody(BaseModel):
@@ -96,7 +96,7 @@ def reject(request: Request, confirm_id: str, body: RejectBody, principal: Curre
     return ok(request, ConfirmView(**view(confirm)))
 
 
-internal_router = APIRouter(prefix="/internal/v1/confirms", tags=["operators"])
+internal_router = APIRouter(prefix="/internal/v1/confirms", tags=[OPERATOR])
 
 
 class DeliveryView(BaseModel):

@@ -13,10 +13,10 @@ from herald.events.models import ExternalEvent, Target
 from herald.events.wiring import intake
 from herald.limits.wiring import rate_limiter, target_limit
 from herald.observability import metrics
-from herald.web.envelope import SERVICE, Envelope, errors, ok
+from herald.web.envelope import PARTNER, SERVICE, Envelope, errors, ok
 from herald.web.security import CurrentService
 
-router = APIRouter(tags=["external events"])
+router = APIRouter(tags=[PARTNER])
 
 MAX_REVISION = 2**53  # every JSON client reads it exactly
 EVENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$"  # no '#': ids are parts of DynamoDB keys

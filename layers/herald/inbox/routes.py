@@ -13,12 +13,12 @@ from herald.inbox.models import Kind, view
 from herald.inbox.service import MAX_PAGE, Incoming
 from herald.inbox.wiring import inbox
 from herald.observability import metrics
-from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, PARTNER, SERVICE, Envelope, errors, ok
 from herald.web.input import FreeFormJson
 from herald.web.security import TENANT, CurrentPrincipal, CurrentService
 
-producer_router = APIRouter(prefix="/internal/v1/inbox", tags=["inbox producers"])
-router = APIRouter(prefix="/api/v1/inbox", tags=["inbox"])
+producer_router = APIRouter(prefix="/internal/v1/inbox", tags=[PARTNER])
+router = APIRouter(prefix="/api/v1/inbox", tags=[APP_AUDIENCE])
 
 
 class NotificationIn(BaseModel):

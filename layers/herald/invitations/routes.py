@@ -10,10 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from herald.invitations.models import Invitation, InvitationType
 from herald.invitations.wiring import invitations
 from herald.limits.wiring import rate_limiter, target_limit
-from herald.web.envelope import APP, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal
 
-router = APIRouter(prefix="/api/v1/role-invitations", tags=["role invitations"])
+router = APIRouter(prefix="/api/v1/role-invitations", tags=[APP_AUDIENCE])
 
 
 class CreateInvitation(BaseModel):

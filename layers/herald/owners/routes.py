@@ -15,11 +15,11 @@ from herald.limits.wiring import owner_limit, rate_limiter
 from herald.owners.models import MAX_EXPIRY_S, MAX_TEXT, MIN_EXPIRY_S, OwnerConfirmRequest, OwnerSpec, Registration
 from herald.owners.models import view as registration_view
 from herald.owners.wiring import owner_confirms, registrations
-from herald.web.envelope import SERVICE, Envelope, errors, ok
+from herald.web.envelope import PARTNER, SERVICE, Envelope, errors, ok
 from herald.web.input import FreeFormJson
 from herald.web.security import TENANT, CurrentService
 
-router = APIRouter(prefix="/internal/v1/confirms", tags=["owner services"])
+router = APIRouter(prefix="/internal/v1/confirms", tags=[PARTNER])
 
 ID = r"^[A-Za-z0-9_.:-]{1,96}$"
 TYPE = r"^[a-z][a-z0-9_]{1,47}$"
@@ -145,12 +145,17 @@ _OWNER_ANSWERS: dict[int | str, dict[str, Any]] = {
 callbacks = APIRouter()
 
 
-@callbacks.post("{$request.body#/callback_url}", response_model=OwnerFactAnswer, responses=_OWNER_ANSWERS)
+@callbacks.post(
+    "{$request.body#/callback_url}",
+    response_model=OwnerFactAnswer,
+    responses=_OWNER_ANSWERS,
+    operation_id="owners.callback",
+)
 def owner_callback(body: ActionCallback | ExpireCallback) -> None:
     """Herald calls the owner: carry out the action (idempotently, by `webhook-id`) or expire the thing."""
 
 
-@callbacks.get("{$request.body#/fact_url}", response_model=OwnerFactAnswer)
+@callbacks.get("{$request.body#/fact_url}", response_model=OwnerFactAnswer, operation_id="owners.fact")
 def owner_fact(business_type: str, business_subtype: str, business_id: str, confirm_id: str) -> None:
     """Herald asks the owner's truth about a business id (signed over an empty body), to repair a confirm."""
 

@@ -13,11 +13,11 @@ from herald.ids import APP_CODE_PATTERN
 from herald.turns.models import ROLE_RANK, AgentTurns, SessionStatus
 from herald.turns.service import EngineCaller
 from herald.turns.wiring import turn_service
-from herald.web.envelope import APP, SERVICE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, SERVICE, Envelope, errors, ok
 from herald.web.security import TENANT, CurrentPrincipal, CurrentService
 
-router = APIRouter(prefix="/api/v1/sessions", tags=["agent turn queue"])
-engine_router = APIRouter(prefix="/internal/v1/sessions", tags=["agent engine"])
+router = APIRouter(prefix="/api/v1/sessions", tags=[APP_AUDIENCE])
+engine_router = APIRouter(prefix="/internal/v1/sessions", tags=[ENGINE])
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"  # no '#' or '/': ids are parts of keys and message groups
 SessionId = Annotated[str, Path(pattern=NAME)]

@@ -57,6 +57,9 @@ def errors(*codes: str) -> dict[int | str, dict[str, Any]]:
 APP = ("UNAUTHORIZED", "RATE_LIMITED", "UNAVAILABLE")  # a JWT: missing/invalid; the user's rate limit
 SERVICE = ("UNAUTHORIZED", "PERMISSION_DENIED", "RATE_LIMITED", "UNAVAILABLE")  # a key: invalid; no route; limit
 
+# OpenAPI tags, one per audience: what an app client, a partner service, an agent engine or an operator calls.
+APP_AUDIENCE, PARTNER, ENGINE, OPERATOR = "app", "partner", "engine", "operator"
+
 
 def request_id_of(request: Request) -> str:
     return str(getattr(request.state, "request_id", ""))
