@@ -14,8 +14,13 @@ SAM_CLI_VERSION := 1.170.0
 SAM_VENV := .sam-cli
 SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
+# openapi-python-client pins its own httpx: it lives in its own environment too.
+OPC_VERSION := 0.29.1
+OPC_VENV := .openapi-python-client
+OPC_STAMP := $(OPC_VENV)/.installed-$(OPC_VERSION)
+TS_CLIENT := clients/typescript/node_modules/.package-lock.json
 
-.PHONY: setup dev test openapi lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
+.PHONY: setup dev test openapi clients lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
 
 setup: $(STAMP) $(DYNAMODB_LOCAL) $(FAUXQS)
 
@@ -47,7 +52,7 @@ dev: $(STAMP)
 ## The crash soak spends minutes waiting for in-flight messages' visibility timeouts (as SQS would) with the
 ## CPU idle, so it runs beside the rest; its output follows theirs.
 CRASH_LOG := .herald/crash-soak.log
-test: setup $(CHROMEDRIVER) lint sam-check
+test: setup $(CHROMEDRIVER) lint sam-check clients
 	@mkdir -p .herald
 	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	$(BIN)/pytest -m "not crash" && HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration; \
@@ -57,6 +62,29 @@ test: setup $(CHROMEDRIVER) lint sam-check
 ## openapi: write events/openapi.json, the document client generators read (a test fails when it is stale)
 openapi: $(STAMP)
 	$(BIN)/python -m herald_dev.openapi
+
+$(OPC_STAMP):
+	$(PYTHON) -m venv $(OPC_VENV)
+	$(OPC_VENV)/bin/pip install --quiet --disable-pip-version-check openapi-python-client==$(OPC_VERSION)
+	rm -f $(OPC_VENV)/.installed-* && touch $@
+
+$(TS_CLIENT): clients/typescript/package.json clients/typescript/package-lock.json
+	npm ci --prefix clients/typescript --no-audit --no-fund --loglevel=error
+
+## clients: generate the Python and TypeScript clients from events/openapi.json, failing on any generator
+## warning or on a committed TypeScript schema that differs; then type-check the TypeScript client and its example
+CLIENTS := .herald/clients
+clients: $(STAMP) $(OPC_STAMP) $(TS_CLIENT)
+	@mkdir -p $(CLIENTS) && rm -rf $(CLIENTS)/python
+	PATH="$(abspath $(BIN)):$$PATH" $(OPC_VENV)/bin/openapi-python-client generate --path events/openapi.json \
+		--output-path $(CLIENTS)/python --meta none > $(CLIENTS)/python.log 2>&1; status=$$?; cat $(CLIENTS)/python.log; \
+		[ $$status -eq 0 ] && ! grep -qi -e warning -e skipping $(CLIENTS)/python.log
+	cd clients/typescript && node_modules/.bin/openapi-typescript ../../events/openapi.json \
+		--output ../../$(CLIENTS)/schema.d.ts > ../../$(CLIENTS)/typescript.log 2>&1; status=$$?; \
+		cat ../../$(CLIENTS)/typescript.log; [ $$status -eq 0 ] && ! grep -qi -e warn -e error ../../$(CLIENTS)/typescript.log
+	@cmp -s $(CLIENTS)/schema.d.ts clients/typescript/src/schema.d.ts || \
+		{ echo "clients/typescript/src/schema.d.ts is stale: run npm --prefix clients/typescript run generate"; exit 1; }
+	npm --prefix clients/typescript run --silent check
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
