@@ -29,6 +29,7 @@ import boto3
 import uvicorn
 from herald_ops.template import StackTemplate, TemplateError
 
+from herald_client import ServiceClient
 from herald_dev import moto_patches
 from herald_dev.engine import ReferenceEngine
 from herald_dev.fakes import PROVIDER_PARAMETERS, Fakes, Providers, start_fakes
@@ -36,7 +37,6 @@ from herald_dev.group_owner import SampleGroupOwner
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
-from herald_dev.service_client import ServiceClient
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
 from herald_dev.ttl_sweeper import TtlSweeper
@@ -312,7 +312,7 @@ class LocalCloud:
             return
         key = self._service_key("sample-groups", "/internal/v1/confirms")
         self.sample_owner = SampleGroupOwner(
-            ServiceClient(self.http_url, key), self.config.host, self.config.sample_owner_port
+            ServiceClient(self.http_url, key, retries=1), self.config.host, self.config.sample_owner_port
         )
         self.sources.append(self.sample_owner)
         log.info("sample owner service (join group approvals) on %s", self.sample_owner.url)

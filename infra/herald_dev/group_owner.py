@@ -14,9 +14,11 @@ import threading
 import time
 from typing import Any
 
+import httpx
+
 from herald.owners.signing import InvalidSignature, verify
+from herald_client import HeraldError, ServiceClient
 from herald_dev.fakes._server import LoopbackServer, Request, Response
-from herald_dev.service_client import ServiceClient
 
 log = logging.getLogger("sample-owner")
 
@@ -24,14 +26,10 @@ BUSINESS_TYPE = "group_join"
 GROUPS = {"night-owls": "10001"}  # group -> its admin, who approves joins
 JSON = "application/json"
 DECISIONS = {"accept": "accepted", "reject": "rejected"}
-REGISTRATION = {
-    "subtypes": ["join"],
-    "actions": [
-        {"action": "reject", "label": "Decline", "style": "secondary"},
-        {"action": "accept", "label": "Let them in", "style": "primary"},
-    ],
-    "default_expiry_seconds": 86_400,
-}
+ACTIONS = [
+    {"action": "reject", "label": "Decline", "style": "secondary"},
+    {"action": "accept", "label": "Let them in", "style": "primary"},
+]
 
 
 class SampleGroupOwner:
@@ -60,21 +58,25 @@ class SampleGroupOwner:
             self._thread.join(timeout)
 
     def _register(self, stop: threading.Event) -> None:
-        body = {"callback_url": f"{self.url}/herald/callback", "fact_url": f"{self.url}/herald/fact", **REGISTRATION}
         while not stop.is_set():
-            status, answer = self._herald.call("PUT", f"/internal/v1/confirms/owners/{BUSINESS_TYPE}", body)
-            if status == 200:
-                secret = answer["data"]["signing_secret"]
+            try:
+                secret = self._herald.register_business_type(
+                    BUSINESS_TYPE,
+                    callback_url=f"{self.url}/herald/callback",
+                    fact_url=f"{self.url}/herald/fact",
+                    subtypes=["join"],
+                    actions=ACTIONS,
+                    default_expiry_seconds=86_400,
+                )["signing_secret"]
                 if secret is None:  # registered by an earlier run (tables kept in DynamoDB Local): a new secret
-                    _, rotated = self._herald.call(
-                        "POST", f"/internal/v1/confirms/owners/{BUSINESS_TYPE}/rotate-secret", {}
-                    )
-                    secret = rotated["data"]["signing_secret"]
-                with self._lock:
-                    self._secret = secret
-                log.info("sample owner %s registered %r; groups: %s", self.url, BUSINESS_TYPE, GROUPS)
-                return
-            stop.wait(0.2)  # the HTTP API is still starting
+                    secret = self._herald.rotate_secret(BUSINESS_TYPE)["signing_secret"]
+            except (HeraldError, httpx.HTTPError):
+                stop.wait(0.2)  # the HTTP API is still starting
+                continue
+            with self._lock:
+                self._secret = secret
+            log.info("sample owner %s registered %r; groups: %s", self.url, BUSINESS_TYPE, GROUPS)
+            return
 
     # ------------------------------------------------------------------ its HTTP API and Herald's callbacks
     def _handle(self, request: Request) -> Response:
@@ -104,23 +106,19 @@ class SampleGroupOwner:
         request_id = f"jr-{secrets.token_hex(6)}"
         with self._lock:
             self._requests[request_id] = {"group": group, "user_id": user_id, "state": "pending"}
-        status, answer = self._herald.call(
-            "POST",
-            "/internal/v1/confirms",
-            {
-                "business_type": BUSINESS_TYPE,
-                "business_subtype": "join",
-                "business_id": request_id,
-                "source_event_id": request_id,
-                "sender_user_id": user_id,
-                "receiver_user_id": GROUPS[group],
-                "message_text": f"User {user_id} asks to join {group}",
-                "payload": {"group": group},
-            },
-        )
-        if status != 200:
-            return 502, {"error": "Herald did not take the confirm", "status": status, "answer": answer}, JSON
-        confirm = answer["data"]
+        try:
+            confirm = self._herald.ask_confirm(
+                business_type=BUSINESS_TYPE,
+                business_subtype="join",
+                business_id=request_id,
+                source_event_id=request_id,
+                sender_user_id=user_id,
+                receiver_user_id=GROUPS[group],
+                message_text=f"User {user_id} asks to join {group}",
+                payload={"group": group},
+            )
+        except (HeraldError, httpx.HTTPError) as error:
+            return 502, {"error": f"Herald did not take the confirm: {error}"}, JSON
         log.info("join request %s: %s -> %s (confirm %s)", request_id, user_id, group, confirm["confirm_id"])
         return 200, {"request_id": request_id, "confirm_id": confirm["confirm_id"], "status": confirm["status"]}, JSON
 

@@ -30,6 +30,7 @@ EVENTS = "PARTNER=$(.venv/bin/herald-ops keys create --service scheduler"
 TURNS = "BOB=$(.venv/bin/herald token --user 10002)"
 KEYS = "OLD=$(.venv/bin/herald-ops keys create --service reports"
 OWNER_SERVICE = "ADMIN=$(.venv/bin/herald token --user 10001)"
+SDK = "PARTNER=$(.venv/bin/herald-ops keys create --service sdk-demo"
 OWN_PROVIDER = ".venv/bin/herald local --parameter TencentImBaseUrl=http://127.0.0.1:9000"  # its own test module
 
 
@@ -51,7 +52,7 @@ def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def test_the_readme_has_no_command_block_this_test_does_not_run_or_explain() -> None:
-    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE)
+    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK)
     unknown = [first for first in BLOCKS if first not in NOT_RUN_HERE and not first.startswith(starts)]
     assert unknown == []
     assert all(block(start) for start in starts)  # each known block is there, once
@@ -83,6 +84,20 @@ def test_the_sample_owner_service_as_written(make_dev: None) -> None:
         (request,) = [r for r in group["requests"] if r["request_id"] == accepted["data"]["business_id"]]
         assert request["state"] == "accepted"
         assert registration["business_type"] == "group_join" and "whsec_" not in json.dumps(values)
+
+
+def test_the_python_sdk_as_written(make_dev: None) -> None:
+    for _ in range(2):  # a second run posts the same event ids: duplicates, still one card
+        output = run_block(block(SDK))
+        answers = [line for line in output.splitlines() if line.startswith("{'event_id'")]
+        assert [a.split("'")[3] for a in answers] == ["sdk-1", "sdk-2"], output
+    feishu = json.loads(DEV_STATE.read_text())["fakes"]["feishu"]
+
+    def one_card_at_revision_two() -> None:
+        cards = [c for c in httpx.get(f"{feishu}/__fake/messages").json() if c["receive_id"] == "oc_sdk"]
+        assert [c["op"] for c in cards] == ["send", "update"] and "step 2" in json.dumps(cards[-1]), cards
+
+    eventually(one_card_at_revision_two)
 
 
 def test_external_events_as_written(make_dev: None) -> None:

@@ -218,3 +218,28 @@ def test_partner_card_text_is_plain_text_unless_an_allowed_key_opts_into_markdow
             json.dumps({"tag": "lark_md", "content": "**x**"}, sort_keys=True),
         ]
     )
+
+
+def test_the_python_sdk_honours_retry_after_and_its_retry_gets_through(
+    service_keys: ServiceKeys, monkeypatch: pytest.MonkeyPatch, aws: object
+) -> None:
+    """The SDK against the real app and limiter: over the key's limit it sleeps what Retry-After says (here the
+    test's clock moves instead of the test waiting), then the same request succeeds."""
+    from herald_client import ServiceClient
+    from tests.support.clock import controlled_clock
+
+    monkeypatch.setenv("HERALD_RATE_LIMIT_KEY_PER_MINUTE", "2")
+    clear_herald_caches()
+    api = TestClient(create_app())
+    clock = controlled_clock()
+    key, _ = service_keys.create_key("sdk-limited", ["/internal/v1/inbox"])
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.advance(int(seconds * 1000))
+
+    client = ServiceClient("http://testserver", key, http=api, sleep=sleep)
+    for n in range(3):
+        assert client.notify("10002", "QUESTION_PENDING", "s", f"t{n}", f"Q{n}")["created"] is True
+    assert len(slept) == 1 and 1 <= slept[0] <= 60  # the third call met the limit once, slept, got through
