@@ -85,6 +85,8 @@ clients: $(STAMP) $(OPC_STAMP) $(TS_CLIENT)
 	@cmp -s $(CLIENTS)/schema.d.ts clients/typescript/src/schema.d.ts || \
 		{ echo "clients/typescript/src/schema.d.ts is stale: run npm --prefix clients/typescript run generate"; exit 1; }
 	npm --prefix clients/typescript run --silent check
+	$(OPC_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --force-reinstall ./clients/python
+	$(OPC_VENV)/bin/python -c "import herald_client, sys; assert 'herald' not in sys.modules; print('herald-client installs and imports alone')"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
