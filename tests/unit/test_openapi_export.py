@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+from jsonschema import Draft202012Validator
+
 from herald_dev.openapi import EXPORTED, document
 
 
@@ -20,3 +22,23 @@ def test_every_operation_has_a_short_stable_id_and_an_audience_tag() -> None:
     assert len(ids) == len(set(ids))
     assert all(re.fullmatch(r"[a-z]+\.[a-z][A-Za-z]+", operation_id) for operation_id in ids), ids
     assert all(op["tags"] and set(op["tags"]) <= {"app", "partner", "engine", "operator"} for op in operations)
+
+
+def test_every_operation_has_an_example_that_its_schema_accepts() -> None:
+    spec = json.loads(document())
+    checked = 0
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            contents = [operation.get("requestBody", {}).get("content", {}).get("application/json")]
+            contents += [
+                operation["responses"].get(status, {}).get("content", {}).get("application/json")
+                for status in ("200", "202")
+            ]
+            examples = [(c["schema"], c["example"]) for c in contents if c is not None and "example" in c]
+            assert examples, f"{method.upper()} {path} has no example"
+            for schema, example in examples:
+                validator = Draft202012Validator({**schema, "components": spec["components"]})
+                errors = [e.message for e in validator.iter_errors(example)]
+                assert errors == [], (operation["operationId"], errors)
+                checked += 1
+    assert checked >= len(spec["paths"])

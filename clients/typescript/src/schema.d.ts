@@ -1623,6 +1623,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "stage": "prod",
+                     *         "status": "ok"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_Health_"];
                 };
             };
@@ -1647,6 +1658,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "content": "",
+                     *             "created_at_ms": 1796330454117,
+                     *             "is_read": false,
+                     *             "kind": "QUESTION_PENDING",
+                     *             "notification_id": "ntf_7c2e4a1b9d8f4e3a2b1c0d9e8f7a6b5c",
+                     *             "payload": {
+                     *               "request_id": "q-9"
+                     *             },
+                     *             "read_at_ms": 0,
+                     *             "session_id": "s-42",
+                     *             "title": "The agent asks: deploy to staging?"
+                     *           }
+                     *         ],
+                     *         "next_page_token": "",
+                     *         "unread_count": 1
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_NotificationPage_"];
                 };
             };
@@ -1703,6 +1740,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "unread_count": 0
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_UnreadCount_"];
                 };
             };
@@ -1752,6 +1799,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "unread_count": 2
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_UnreadCount_"];
                 };
             };
@@ -1819,6 +1876,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "unread_count": 2
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_UnreadCount_"];
                 };
             };
@@ -1884,6 +1951,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "approval_pending": true,
+                     *         "question_pending": true,
+                     *         "subagent_done": false,
+                     *         "system_notify": true,
+                     *         "task_completed": true
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_Preferences_"];
                 };
             };
@@ -1925,6 +2006,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "subagent_done": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["PreferencesIn"];
             };
         };
@@ -1935,6 +2021,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "approval_pending": true,
+                     *         "question_pending": true,
+                     *         "subagent_done": true,
+                     *         "system_notify": true,
+                     *         "task_completed": true
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_Preferences_"];
                 };
             };
@@ -1991,6 +2091,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "unread_count": 3
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_UnreadCount_"];
                 };
             };
@@ -2038,6 +2148,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "app_code": "lalu",
+                     *         "roles": [],
+                     *         "user_id": "10002"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_Me_"];
                 };
             };
@@ -2089,6 +2211,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "business_id": "inv_3f1c2a9d0b7e4c5a8d6f1e2b3c4d5e6f",
+                     *             "business_subtype": "host",
+                     *             "business_type": "role_invitation",
+                     *             "confirm_id": "cfm_ea0a7f2026024783a358e9b21016dbb5",
+                     *             "created_at_ms": 1796330454117,
+                     *             "expire_at_ms": 1796935254117,
+                     *             "processed_action": "accept",
+                     *             "processed_at_ms": 1796330463117,
+                     *             "receiver_user_id": "10002",
+                     *             "sender_user_id": "10001",
+                     *             "status": "accepted"
+                     *           }
+                     *         ],
+                     *         "next_page_token": ""
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ConfirmPage_"];
                 };
             };
@@ -2139,6 +2286,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "confirm_ids": [
+                 *         "cfm_ea0a7f2026024783a358e9b21016dbb5"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["StatusBody"];
             };
         };
@@ -2149,6 +2303,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "business_id": "inv_3f1c2a9d0b7e4c5a8d6f1e2b3c4d5e6f",
+                     *             "business_subtype": "host",
+                     *             "business_type": "role_invitation",
+                     *             "confirm_id": "cfm_ea0a7f2026024783a358e9b21016dbb5",
+                     *             "created_at_ms": 1796330454117,
+                     *             "expire_at_ms": 1796935254117,
+                     *             "processed_action": "accept",
+                     *             "processed_at_ms": 1796330463117,
+                     *             "receiver_user_id": "10002",
+                     *             "sender_user_id": "10001",
+                     *             "status": "accepted"
+                     *           }
+                     *         ]
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ConfirmItems_"];
                 };
             };
@@ -2201,6 +2379,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "command_id": "tap-1"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AcceptBody"];
             };
         };
@@ -2211,6 +2394,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "business_id": "inv_3f1c2a9d0b7e4c5a8d6f1e2b3c4d5e6f",
+                     *         "business_subtype": "host",
+                     *         "business_type": "role_invitation",
+                     *         "confirm_id": "cfm_ea0a7f2026024783a358e9b21016dbb5",
+                     *         "created_at_ms": 1796330454117,
+                     *         "expire_at_ms": 1796935254117,
+                     *         "processed_action": "accept",
+                     *         "processed_at_ms": 1796330463117,
+                     *         "receiver_user_id": "10002",
+                     *         "sender_user_id": "10001",
+                     *         "status": "accepted"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ConfirmView_"];
                 };
             };
@@ -2299,6 +2502,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "command_id": "tap-1",
+                 *       "reason": "not now"
+                 *     }
+                 */
                 "application/json": components["schemas"]["RejectBody"];
             };
         };
@@ -2309,6 +2518,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "business_id": "inv_3f1c2a9d0b7e4c5a8d6f1e2b3c4d5e6f",
+                     *         "business_subtype": "host",
+                     *         "business_type": "role_invitation",
+                     *         "confirm_id": "cfm_ea0a7f2026024783a358e9b21016dbb5",
+                     *         "created_at_ms": 1796330454117,
+                     *         "expire_at_ms": 1796935254117,
+                     *         "processed_action": "reject",
+                     *         "processed_at_ms": 1796330463117,
+                     *         "receiver_user_id": "10002",
+                     *         "sender_user_id": "10001",
+                     *         "status": "rejected"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ConfirmView_"];
                 };
             };
@@ -2395,6 +2624,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "invitation_type": "host",
+                 *       "target_user_id": "10002"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateInvitation"];
             };
         };
@@ -2405,6 +2640,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "agency_name": "",
+                     *         "created_at_ms": 1796330454117,
+                     *         "expire_at_ms": 1796935254117,
+                     *         "invitation_id": "inv_3f1c2a9d0b7e4c5a8d6f1e2b3c4d5e6f",
+                     *         "invitation_type": "host",
+                     *         "inviter_user_id": "10001",
+                     *         "status": "pending",
+                     *         "target_user_id": "10002"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_InvitationView_"];
                 };
             };
@@ -2472,6 +2724,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "agency_name": "",
+                     *         "created_at_ms": 1796330454117,
+                     *         "expire_at_ms": 1796935254117,
+                     *         "invitation_id": "inv_3f1c2a9d0b7e4c5a8d6f1e2b3c4d5e6f",
+                     *         "invitation_type": "host",
+                     *         "inviter_user_id": "10001",
+                     *         "status": "pending",
+                     *         "target_user_id": "10002"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_InvitationView_"];
                 };
             };
@@ -2539,6 +2808,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "agency_name": "",
+                     *         "created_at_ms": 1796330454117,
+                     *         "expire_at_ms": 1796935254117,
+                     *         "invitation_id": "inv_3f1c2a9d0b7e4c5a8d6f1e2b3c4d5e6f",
+                     *         "invitation_type": "host",
+                     *         "inviter_user_id": "10001",
+                     *         "status": "cancelled",
+                     *         "target_user_id": "10002"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_InvitationView_"];
                 };
             };
@@ -2619,6 +2905,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "lang": "en",
+                 *       "text": "and the tests?"
+                 *     }
+                 */
                 "application/json": components["schemas"]["MessageIn"];
             };
         };
@@ -2629,6 +2921,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "delivery": "queued",
+                     *         "message_id": "msg_6ea21a58bd55e7272b38cec21ad7c02e",
+                     *         "position": 1
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_PostedOut_"];
                 };
             };
@@ -2716,6 +3020,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "message_id": "msg_6ea21a58bd55e7272b38cec21ad7c02e",
+                     *         "status": "cancelled"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_CancelledOut_"];
                 };
             };
@@ -2804,6 +3119,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "events": [
+                     *           {
+                     *             "actor": "10002",
+                     *             "at_ms": 1796330454117,
+                     *             "data": {
+                     *               "agent": "po",
+                     *               "message_id": "msg_6ea21a58bd55e7272b38cec21ad7c02e",
+                     *               "text": "hi"
+                     *             },
+                     *             "seq": 1,
+                     *             "type": "chat.message"
+                     *           }
+                     *         ],
+                     *         "next_after_seq": 1
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_EventsOut_"];
                 };
             };
@@ -2872,6 +3210,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "event_id": "job-42",
+                 *         "revision": 2,
+                 *         "status": "running",
+                 *         "summary": "step 2 of 3",
+                 *         "target": {
+                 *           "receive_id": "oc_demo",
+                 *           "receive_id_type": "chat_id"
+                 *         },
+                 *         "title": "Job 42"
+                 *       },
+                 *       "event_id": "evt-2",
+                 *       "event_type": "job.progress"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ExternalEventIn"];
             };
         };
@@ -2882,6 +3237,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "duplicate": false,
+                     *         "event_id": "evt-2",
+                     *         "status": "accepted"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_AcceptedOut_"];
                 };
             };
@@ -2950,6 +3317,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "business_id": "jr-8f2a",
+                 *       "business_subtype": "join",
+                 *       "business_type": "group_join",
+                 *       "message_text": "User 10001 asks to join night-owls",
+                 *       "payload": {
+                 *         "group": "night-owls"
+                 *       },
+                 *       "receiver_user_id": "10002",
+                 *       "sender_user_id": "10001",
+                 *       "source_event_id": "jr-8f2a"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateConfirmBody"];
             };
         };
@@ -2960,6 +3341,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "business_id": "jr-8f2a",
+                     *         "business_subtype": "join",
+                     *         "business_type": "group_join",
+                     *         "confirm_id": "cfm_ea0a7f2026024783a358e9b21016dbb5",
+                     *         "created_at_ms": 1796330454117,
+                     *         "expire_at_ms": 1796935254117,
+                     *         "processed_action": "",
+                     *         "processed_at_ms": 0,
+                     *         "receiver_user_id": "10002",
+                     *         "sender_user_id": "10001",
+                     *         "status": "pending"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ConfirmView_"];
                 };
             };
@@ -3037,6 +3438,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "business_id": "jr-8f2a",
+                 *       "business_type": "group_join"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CancelBody"];
             };
         };
@@ -3047,6 +3454,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "business_id": "jr-8f2a",
+                     *         "business_subtype": "join",
+                     *         "business_type": "group_join",
+                     *         "confirm_id": "cfm_ea0a7f2026024783a358e9b21016dbb5",
+                     *         "created_at_ms": 1796330454117,
+                     *         "expire_at_ms": 1796935254117,
+                     *         "processed_action": "",
+                     *         "processed_at_ms": 0,
+                     *         "receiver_user_id": "10002",
+                     *         "sender_user_id": "10001",
+                     *         "status": "cancelled"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ConfirmView_"];
                 };
             };
@@ -3133,6 +3560,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "actions": [
+                     *               {
+                     *                 "action": "reject",
+                     *                 "label": "Decline",
+                     *                 "style": "secondary"
+                     *               },
+                     *               {
+                     *                 "action": "accept",
+                     *                 "label": "Let them in",
+                     *                 "style": "primary"
+                     *               }
+                     *             ],
+                     *             "app_code": "lalu",
+                     *             "business_type": "group_join",
+                     *             "callback_url": "https://groups.example.com/herald/callback",
+                     *             "created_at_ms": 1796330454117,
+                     *             "default_expiry_seconds": 86400,
+                     *             "enabled": true,
+                     *             "fact_url": "https://groups.example.com/herald/fact",
+                     *             "service_id": "groups",
+                     *             "subtypes": [
+                     *               "join"
+                     *             ],
+                     *             "updated_at_ms": 1796330454117
+                     *           }
+                     *         ]
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_RegistrationItems_"];
                 };
             };
@@ -3194,6 +3658,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "actions": [
+                 *         {
+                 *           "action": "reject",
+                 *           "label": "Decline",
+                 *           "style": "secondary"
+                 *         },
+                 *         {
+                 *           "action": "accept",
+                 *           "label": "Let them in",
+                 *           "style": "primary"
+                 *         }
+                 *       ],
+                 *       "callback_url": "https://groups.example.com/herald/callback",
+                 *       "default_expiry_seconds": 86400,
+                 *       "fact_url": "https://groups.example.com/herald/fact",
+                 *       "subtypes": [
+                 *         "join"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["RegisterBody"];
             };
         };
@@ -3204,6 +3690,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "registration": {
+                     *           "actions": [
+                     *             {
+                     *               "action": "reject",
+                     *               "label": "Decline",
+                     *               "style": "secondary"
+                     *             },
+                     *             {
+                     *               "action": "accept",
+                     *               "label": "Let them in",
+                     *               "style": "primary"
+                     *             }
+                     *           ],
+                     *           "app_code": "lalu",
+                     *           "business_type": "group_join",
+                     *           "callback_url": "https://groups.example.com/herald/callback",
+                     *           "created_at_ms": 1796330454117,
+                     *           "default_expiry_seconds": 86400,
+                     *           "enabled": true,
+                     *           "fact_url": "https://groups.example.com/herald/fact",
+                     *           "service_id": "groups",
+                     *           "subtypes": [
+                     *             "join"
+                     *           ],
+                     *           "updated_at_ms": 1796330454117
+                     *         },
+                     *         "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_Registered_"];
                 };
             };
@@ -3274,6 +3796,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": components["schemas"]["TenantBody"];
             };
         };
@@ -3284,6 +3807,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "registration": {
+                     *           "actions": [
+                     *             {
+                     *               "action": "reject",
+                     *               "label": "Decline",
+                     *               "style": "secondary"
+                     *             },
+                     *             {
+                     *               "action": "accept",
+                     *               "label": "Let them in",
+                     *               "style": "primary"
+                     *             }
+                     *           ],
+                     *           "app_code": "lalu",
+                     *           "business_type": "group_join",
+                     *           "callback_url": "https://groups.example.com/herald/callback",
+                     *           "created_at_ms": 1796330454117,
+                     *           "default_expiry_seconds": 86400,
+                     *           "enabled": true,
+                     *           "fact_url": "https://groups.example.com/herald/fact",
+                     *           "service_id": "groups",
+                     *           "subtypes": [
+                     *             "join"
+                     *           ],
+                     *           "updated_at_ms": 1796330454117
+                     *         },
+                     *         "signing_secret": "whsec_hvERiU9gkQ1Z5E5V5yNNxMTaWRn+bTOI"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_Registered_"];
                 };
             };
@@ -3371,6 +3930,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "confirm": {
+                     *           "business_id": "inv_3f1c2a9d0b7e4c5a8d6f1e2b3c4d5e6f",
+                     *           "business_subtype": "host",
+                     *           "business_type": "role_invitation",
+                     *           "confirm_id": "cfm_ea0a7f2026024783a358e9b21016dbb5",
+                     *           "created_at_ms": 1796330454117,
+                     *           "expire_at_ms": 1796935254117,
+                     *           "processed_action": "accept",
+                     *           "processed_at_ms": 1796330463117,
+                     *           "receiver_user_id": "10002",
+                     *           "sender_user_id": "10001",
+                     *           "status": "accepted"
+                     *         },
+                     *         "deliveries": [
+                     *           {
+                     *             "attempts": 1,
+                     *             "last_error": "",
+                     *             "last_error_at_ms": 0,
+                     *             "msg_random": 1860396420,
+                     *             "push": "im_confirm",
+                     *             "sent_at_ms": 1796330454417,
+                     *             "status": "sent"
+                     *           }
+                     *         ]
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ConfirmDeliveries_"];
                 };
             };
@@ -3439,6 +4031,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "kind": "QUESTION_PENDING",
+                 *       "payload": {
+                 *         "request_id": "q-9"
+                 *       },
+                 *       "session_id": "s-42",
+                 *       "tail": "q-9",
+                 *       "title": "The agent asks: deploy to staging?",
+                 *       "user_id": "10002"
+                 *     }
+                 */
                 "application/json": components["schemas"]["NotificationIn"];
             };
         };
@@ -3449,6 +4053,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "created": true,
+                     *         "notification_id": "ntf_7c2e4a1b9d8f4e3a2b1c0d9e8f7a6b5c",
+                     *         "skipped": null
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_RecordedOut_"];
                 };
             };
@@ -3508,6 +4124,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "kind": "QUESTION_PENDING",
+                 *       "session_id": "s-42",
+                 *       "tail": "q-9",
+                 *       "user_id": "10002"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResolveIn"];
             };
         };
@@ -3518,6 +4142,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "resolved": true
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ResolvedOut_"];
                 };
             };
@@ -3579,6 +4213,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "agents": [
+                 *         "po"
+                 *       ],
+                 *       "members": {
+                 *         "10002": "developer"
+                 *       },
+                 *       "status": "active"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SessionIn"];
             };
         };
@@ -3589,6 +4234,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "agents": [
+                     *           "po"
+                     *         ],
+                     *         "app_code": "lalu",
+                     *         "members": {
+                     *           "10002": "developer"
+                     *         },
+                     *         "session_id": "s-42",
+                     *         "status": "active"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_SessionOut_"];
                 };
             };
@@ -3662,6 +4325,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "agent": "po",
+                     *         "pending": 0,
+                     *         "session_id": "s-42",
+                     *         "state": "idle",
+                     *         "turn_id": null
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_TurnStateOut_"];
                 };
             };
@@ -3745,6 +4422,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "app_codes": [
+                     *           "lalu"
+                     *         ],
+                     *         "capabilities": [
+                     *           "/events/external"
+                     *         ],
+                     *         "key_id": "3f9a1c2b7d4e5f60",
+                     *         "service_id": "scheduler"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ServiceIdentity_"];
                 };
             };

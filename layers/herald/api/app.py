@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from herald.api import health, identity
+from herald.api.examples import add_examples
 from herald.confirms import routes as confirm_routes
 from herald.container import current
 from herald.errors import HeraldError, RateLimited, Unavailable
@@ -78,6 +79,7 @@ def _document_400_not_422(app: FastAPI) -> None:
             schema = build()
             for operation in operations(schema.get("paths", {})):
                 operation.get("responses", {}).pop("422", None)
+            add_examples(schema)
             schema.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
             schema.get("components", {}).get("schemas", {}).pop("ValidationError", None)
             app.openapi_schema = schema
