@@ -84,6 +84,11 @@ def until(check: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
     raise AssertionError(f"timed out waiting for {what or check}: {last!r}")
 
 
+def click(find: Callable[[], WebElement], what: str) -> None:
+    """Clicks what `find` finds, finding it again if a redraw replaced it first (a click that raised never landed)."""
+    until(lambda: find().click() or True, what=what)
+
+
 def panel(browser: WebDriver, console: str, name: str) -> None:
     browser.get(f"{console}/?panel={name}")
     until(lambda: browser.find_element(By.ID, name).is_displayed(), what=f"the {name} panel")
@@ -210,6 +215,9 @@ def test_operate_an_unknown_job_blocks_its_service_and_resolving_it_on_the_page_
     assert "unknown (yours)" in row.text
     screenshot(browser, "operate")
     found = [c for c in httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages").json() if c["receive_id"] == chat]
+    age = row.find_elements(By.TAG_NAME, "td")[4].text
+    # the refresh loop redraws the age every second in the row already shown, so a press is never swallowed
+    until(lambda: row.find_elements(By.TAG_NAME, "td")[4].text != age, what="the age redrawn in the same row")
     row.find_element(By.CSS_SELECTOR, "button[data-job]").click()
     prompt = browser.switch_to.alert
     prompt.send_keys(f"sent {found[0]['message_id']}")  # the operator found it in Feishu
@@ -254,10 +262,10 @@ def test_sessions_a_queued_message_is_shown_with_its_position_and_its_sender_can
         return next(r for r in browser.find_elements(By.CSS_SELECTOR, "#session-messages tbody tr") if text in r.text)
 
     until(lambda: "queued (position 1)" in row("second").text, what="the queued message")
-    assert "started" in row("first").text
-    assert "po: running, 1 waiting" in browser.find_element(By.ID, "session-who").text
+    until(lambda: "started" in row("first").text, what="the first message started")
+    until(lambda: "po: running, 1 waiting" in browser.find_element(By.ID, "session-who").text, what="who is waiting")
     screenshot(browser, "sessions")
-    row("second").find_element(By.TAG_NAME, "button").click()
+    click(lambda: row("second").find_element(By.TAG_NAME, "button"), what="Cancel on the queued message")
     until(lambda: "cancelled" in row("second").text, what="the message cancelled")
 
 
@@ -276,9 +284,9 @@ def test_operate_a_dead_letter_is_peeked_then_redriven_after_its_plan_and_the_qu
 
     until(lambda: dlq_row().find_elements(By.TAG_NAME, "td")[1].text == "1", what="the dead letter")
     assert dlq_row().find_elements(By.TAG_NAME, "td")[2].text.endswith(" s")  # the oldest message's age
-    dlq_row().find_element(By.XPATH, ".//button[text()='Peek']").click()
+    click(lambda: dlq_row().find_element(By.XPATH, ".//button[text()='Peek']"), what="Peek")
     until(lambda: marker in browser.find_element(By.ID, "dlq-detail").text, what="the peeked message")
-    dlq_row().find_element(By.XPATH, ".//button[starts-with(text(), 'Redrive')]").click()
+    click(lambda: dlq_row().find_element(By.XPATH, ".//button[starts-with(text(), 'Redrive')]"), what="Redrive")
     plan = until(lambda: browser.switch_to.alert, what="the redrive plan")
     assert "Redrive plan for TurnsDeadLetters" in plan.text
     plan.send_keys("TurnsDeadLetters")

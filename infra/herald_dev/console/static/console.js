@@ -9,15 +9,41 @@ function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
     if (key === "class") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key.startsWith("on")) {
+      const type = key.slice(2); // dispatched through node.handlers, so a redraw can hand the node newer ones
+      node.handlers = { ...node.handlers, [type]: value };
+      node.addEventListener(type, (event) => node.handlers[type](event));
+    }
     else if (value !== false && value !== undefined) node.setAttribute(key, value === true ? "" : value);
   }
   for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   return node;
 }
 
+// The refresh loop redraws every second; replacing a row between a press and its release would swallow the
+// click, so a redraw changes the nodes already shown in place (text, attributes, handlers) and replaces only
+// what changed shape.
 function fill(list, nodes, empty) {
-  list.replaceChildren(...(nodes.length ? nodes : [empty]));
+  morphChildren(list, nodes.length ? nodes : [empty]);
+}
+
+function morphChildren(parent, nodes) {
+  const shown = [...parent.childNodes];
+  nodes.forEach((node, i) => (i < shown.length ? morph(shown[i], node) : parent.append(node)));
+  for (const extra of shown.slice(nodes.length)) extra.remove();
+}
+
+function morph(shown, next) {
+  const sameHandlers = Object.keys(shown.handlers || {}).join() === Object.keys(next.handlers || {}).join();
+  if (shown.nodeName !== next.nodeName || !sameHandlers) return shown.replaceWith(next);
+  if (shown.nodeType === Node.TEXT_NODE) {
+    if (shown.data !== next.data) shown.data = next.data;
+    return;
+  }
+  for (const { name } of [...shown.attributes]) if (!next.hasAttribute(name)) shown.removeAttribute(name);
+  for (const { name, value } of [...next.attributes]) if (shown.getAttribute(name) !== value) shown.setAttribute(name, value);
+  if (next.handlers) shown.handlers = next.handlers;
+  morphChildren(shown, [...next.childNodes]);
 }
 
 function say(target, text, error = false) {
@@ -275,7 +301,7 @@ async function refreshSession(event) {
         ),
       ),
     );
-    tbody.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { class: "empty", colspan: 6 }, "No messages."))]));
+    fill(tbody, rows, el("tr", {}, el("td", { class: "empty", colspan: 6 }, "No messages.")));
   } catch (error) {
     say($("session-status"), error.message, true);
   }
@@ -297,7 +323,7 @@ function row(cells, action) {
 
 function rows(table, items, empty) {
   const columns = table.tHead.rows[0].cells.length;
-  table.tBodies[0].replaceChildren(...(items.length ? items : [el("tr", {}, el("td", { class: "empty", colspan: columns }, empty))]));
+  fill(table.tBodies[0], items, el("tr", {}, el("td", { class: "empty", colspan: columns }, empty)));
 }
 
 async function operateStep(label, call) {
