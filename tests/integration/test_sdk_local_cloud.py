@@ -1,11 +1,13 @@
 """Every operation of Herald's HTTP API through the Python SDK (clients/python) on the local cloud, as an app,
-a partner, an owner service, an agent engine and an operator would call it; and a post whose answer is lost
-is retried by the SDK and stays one event."""
+a partner, an owner service, an agent engine and an operator would call it; a post whose answer is lost
+is retried by the SDK and stays one event; a 429 from the real limiter is waited out as Retry-After says."""
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +20,7 @@ from herald_client import AppClient, Conflict, NotFound, ServiceClient, TurnRead
 from herald_client.clients import OPERATIONS
 from herald_dev.openapi import EXPORTED
 from tests.integration.test_confirms_local_cloud import im_messages, new_user
-from tests.support.local_cloud import LocalCloudProcess
+from tests.support.local_cloud import RATE_LIMITS_OFF, LocalCloudProcess
 from tests.support.owner import LoopbackOwner
 from tests.support.tokens import make_token
 from tests.support.waiting import eventually
@@ -32,11 +34,13 @@ class Recorder(httpx.HTTPTransport):
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[tuple[str, str]] = []
+        self.statuses: list[int] = []
         self.lose_next_answer = False
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.calls.append((request.method, request.url.path))
         response = super().handle_request(request)
+        self.statuses.append(response.status_code)
         if self.lose_next_answer:
             self.lose_next_answer = False
             response.read()
@@ -162,6 +166,57 @@ def test_every_operation_through_the_sdk(cloud: LocalCloudProcess, recorder: Rec
     known = operations()
     called = {operation_of(method, path, known) for method, path in recorder.calls}
     assert known - called == set()
+
+
+@pytest.fixture(scope="module")
+def limited_cloud(
+    tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None, sqs_endpoint: str | None
+) -> Iterator[LocalCloudProcess]:
+    """A local cloud where a service key may make two requests a minute (the other limits stay off)."""
+    process = LocalCloudProcess(
+        tmp_path_factory.mktemp("limited"),
+        dynamodb_endpoint=dynamodb_endpoint,
+        sqs_endpoint=sqs_endpoint,
+        env={**RATE_LIMITS_OFF, "HERALD_RATE_LIMIT_KEY_PER_MINUTE": "2"},
+    ).start()
+    yield process
+    process.stop()
+
+
+@pytest.mark.skipif(
+    os.environ.get("HERALD_TEST_DYNAMODB") != "local",
+    reason="waits out a real rate-limit window (up to 60 s), so it runs once: on DynamoDB Local's conditional writes",
+)
+def test_a_429_from_the_limiter_is_waited_out_as_retry_after_says_and_the_same_post_then_lands(
+    limited_cloud: LocalCloudProcess, recorder: Recorder
+) -> None:
+    cloud, chat = limited_cloud, f"oc_limited_{secrets.token_hex(3)}"
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        time.sleep(seconds)
+
+    service = ServiceClient(
+        cloud.http_url,
+        key(cloud, f"limited-{secrets.token_hex(3)}", ["/events/external"], targets=[f"chat_id:{chat}"]),
+        http=http(cloud, recorder),
+        sleep=sleep,
+    )
+    event = {"title": "Job", "status": "running", "target": {"receive_id": chat, "receive_id_type": "chat_id"}}
+    for n in range(3):
+        started = time.monotonic()
+        posted = service.post_event(f"{chat}-{n}", "job.progress", {**event, "summary": f"step {n}"})
+        assert posted["status"] == "accepted" and posted["duplicate"] is False
+    waited = time.monotonic() - started
+    assert recorder.statuses == [202, 202, 429, 202]  # the third post met the limit once, then got through
+    assert len(slept) == 1 and 1 <= slept[0] <= 60 and waited >= slept[0]
+
+    def three_cards() -> None:
+        cards = httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages").json()
+        assert len([c for c in cards if c["receive_id"] == chat]) == 3  # each post is one event, none lost
+
+    eventually(three_cards)
 
 
 def pushed_confirm_for(cloud: LocalCloudProcess, receiver: str, subtype: str) -> str:
