@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.local_cloud import RATE_LIMITS_OFF, DynamoDBLocal, FauxQs, LocalCloudProcess, LocalEngine
+from tests.support.local_cloud import DynamoDBLocal, FauxQs, LocalCloudProcess, LocalEngine, running_cloud
 
 
 def _second_engine(
@@ -40,19 +40,12 @@ def cloud(
     tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None, sqs_endpoint: str | None
 ) -> Iterator[LocalCloudProcess]:
     """The real template.yaml, served as `make dev` serves it (external-event retries start at one second)."""
-    process = LocalCloudProcess(
-        tmp_path_factory.mktemp("cloud"),
-        dynamodb_endpoint=dynamodb_endpoint,
-        sqs_endpoint=sqs_endpoint,
-        env={
-            "HERALD_EVENTS_RETRY_BASE_MS": "500",
-            "HERALD_EVENTS_MAX_ATTEMPTS": "10",
-            "HERALD_SERVICE_KEY_CACHE_SECONDS": "2",  # a revocation shows within the tests' patience
-            **RATE_LIMITS_OFF,
-        },
-    ).start()
-    yield process
-    process.stop()
+    env = {
+        "HERALD_EVENTS_RETRY_BASE_MS": "500",
+        "HERALD_EVENTS_MAX_ATTEMPTS": "10",
+        "HERALD_SERVICE_KEY_CACHE_SECONDS": "2",  # a revocation shows within the tests' patience
+    }
+    yield from running_cloud(tmp_path_factory, "cloud", dynamodb_endpoint, sqs_endpoint, env)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
-from tests.support.local_cloud import RATE_LIMITS_OFF, REPO, LocalCloudProcess
+from tests.support.local_cloud import REPO, LocalCloudProcess, running_cloud
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -144,14 +144,8 @@ def closed_window_cloud(
     tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None, sqs_endpoint: str | None
 ) -> Iterator[LocalCloudProcess]:
     """A local cloud configured as if Feishu's uuid window had already closed for every send."""
-    process = LocalCloudProcess(
-        tmp_path_factory.mktemp("closed-window"),
-        dynamodb_endpoint=dynamodb_endpoint,
-        sqs_endpoint=sqs_endpoint,
-        env={"HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS": "0", **RATE_LIMITS_OFF},
-    ).start()
-    yield process
-    process.stop()
+    env = {"HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS": "0"}
+    yield from running_cloud(tmp_path_factory, "closed-window", dynamodb_endpoint, sqs_endpoint, env)
 
 
 def test_past_the_uuid_window_an_unknown_send_waits_for_an_operator_with_its_evidence(

@@ -20,7 +20,7 @@ from herald_client import AppClient, Conflict, NotFound, ServiceClient, TurnRead
 from herald_client.clients import OPERATIONS
 from herald_dev.openapi import EXPORTED
 from tests.integration.test_confirms_local_cloud import im_messages, new_user
-from tests.support.local_cloud import RATE_LIMITS_OFF, LocalCloudProcess
+from tests.support.local_cloud import LocalCloudProcess, running_cloud
 from tests.support.owner import LoopbackOwner
 from tests.support.tokens import make_token
 from tests.support.waiting import eventually
@@ -173,14 +173,8 @@ def limited_cloud(
     tmp_path_factory: pytest.TempPathFactory, dynamodb_endpoint: str | None, sqs_endpoint: str | None
 ) -> Iterator[LocalCloudProcess]:
     """A local cloud where a service key may make two requests a minute (the other limits stay off)."""
-    process = LocalCloudProcess(
-        tmp_path_factory.mktemp("limited"),
-        dynamodb_endpoint=dynamodb_endpoint,
-        sqs_endpoint=sqs_endpoint,
-        env={**RATE_LIMITS_OFF, "HERALD_RATE_LIMIT_KEY_PER_MINUTE": "2"},
-    ).start()
-    yield process
-    process.stop()
+    env = {"HERALD_RATE_LIMIT_KEY_PER_MINUTE": "2"}
+    yield from running_cloud(tmp_path_factory, "limited", dynamodb_endpoint, sqs_endpoint, env)
 
 
 @pytest.mark.skipif(

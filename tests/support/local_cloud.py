@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Self
 
 import boto3
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_CREDENTIALS = {
@@ -276,3 +278,21 @@ class LocalCloudProcess:
             self._process.kill()
             self._process.wait()
             raise
+
+
+def running_cloud(
+    factory: pytest.TempPathFactory,
+    name: str,
+    dynamodb_endpoint: str | None,
+    sqs_endpoint: str | None,
+    env: dict[str, str],
+) -> Iterator[LocalCloudProcess]:
+    """A local cloud on this run's engines, configured by `env` (rate limits off unless `env` sets one)."""
+    process = LocalCloudProcess(
+        factory.mktemp(name),
+        dynamodb_endpoint=dynamodb_endpoint,
+        sqs_endpoint=sqs_endpoint,
+        env={**RATE_LIMITS_OFF, **env},
+    ).start()
+    yield process
+    process.stop()
