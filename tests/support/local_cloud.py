@@ -126,7 +126,9 @@ class DynamoDBLocal(LocalEngine):
 
     def command(self) -> list[str]:
         library = f"-Djava.library.path={self.jar.parent / 'DynamoDBLocal_lib'}"
-        return ["java", library, "-jar", str(self.jar), "-inMemory", "-sharedDb", "-port", str(self.port)]
+        # Without -disableTelemetry a test run would report to AWS and leave an installation id file behind.
+        options = ["-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(self.port)]
+        return ["java", library, "-jar", str(self.jar), *options]
 
     def answer_a_request(self, client: Any) -> None:
         client.list_tables()
