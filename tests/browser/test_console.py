@@ -4,10 +4,12 @@ in docs/console/ for the README."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,9 @@ import uvicorn
 from herald_ops.stack import DEFAULT_TEMPLATE, Stack
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
@@ -43,18 +47,27 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloudProces
     process.stop()
 
 
-@pytest.fixture(scope="module")
-def console(cloud: LocalCloudProcess) -> Iterator[str]:
+@contextmanager
+def serve_console(state_file: Path) -> Iterator[str]:
+    """`herald console` for the local cloud that `state_file` describes, on a free port, until closed."""
     port = free_port()
-    stack = Stack(None, None, None, cloud.state_file, DEFAULT_TEMPLATE)
+    stack = Stack(None, None, None, state_file, DEFAULT_TEMPLATE)
     server = uvicorn.Server(uvicorn.Config(create_console(stack), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def console(cloud: LocalCloudProcess) -> Iterator[str]:
+    with serve_console(cloud.state_file) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -294,3 +307,59 @@ def test_operate_a_dead_letter_is_peeked_then_redriven_after_its_plan_and_the_qu
     until(lambda: dlq_row().find_elements(By.TAG_NAME, "td")[1].text == "0", what="the DLQ emptied")
     moved = sqs.receive_message(QueueUrl=source, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
     assert [m["Body"] for m in moved if marker in m["Body"]] == [f'{{"turn_id":"{marker}"}}']
+
+
+def test_keyboard_alone_moves_to_the_inbox_opens_the_bell_and_reads_all(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    user = new_user()
+    producer = service_key(cloud, "console-keyboard", "/internal/v1/inbox")
+    panel(browser, console, "im")
+    keys = ActionChains(browser)
+
+    def focused() -> str:
+        return str(browser.switch_to.active_element.get_attribute("id"))
+
+    until(lambda: focused() == "tab-im", what="the selected tab focused")
+    keys.send_keys(Keys.ARROW_RIGHT).perform()
+    until(lambda: focused() == "tab-inbox" and browser.find_element(By.ID, "inbox").is_displayed(), what="Inbox")
+    keys.send_keys(Keys.TAB).perform()
+    assert focused() == "inbox-user"
+    keys.key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys(user, Keys.ENTER).perform()
+    until(lambda: browser.find_element(By.ID, "inbox-socket").text == f"connected as {user}", what="the socket")
+    until(lambda: browser.find_element(By.ID, "inbox-items").text == "No notifications.", what="the empty state")
+    body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "s1", "tail": "k", "title": "By keyboard"}
+    assert httpx.post(f"{cloud.http_url}/internal/v1/inbox/notifications", json=body, headers=producer).is_success
+    until(lambda: browser.find_element(By.ID, "inbox-count").text == "1", what="a count of 1 from the WebSocket")
+    keys.send_keys(Keys.TAB, Keys.TAB).perform()  # past "Open the bell" to "Read all"
+    assert focused() == "inbox-read-all"
+    keys.send_keys(Keys.ENTER).perform()
+    until(lambda: browser.find_element(By.ID, "inbox-count").text == "0", what="a count of 0 from the WebSocket")
+
+
+def test_a_local_cloud_that_stopped_answering_is_said_plainly_on_each_panel(
+    cloud: LocalCloudProcess, browser: WebDriver, tmp_path: Path
+) -> None:
+    state = json.loads(cloud.state_file.read_text())
+    gone = f"127.0.0.1:{free_port()}"  # nothing listens there
+    for key in ("aws_endpoint", "dynamodb_endpoint", "sqs_endpoint", "http_url"):
+        state[key] = state[key] and f"http://{gone}"
+    state["ws_url"] = f"ws://{gone}"
+    state["fakes"] = dict.fromkeys(state["fakes"], f"http://{gone}")
+    stopped = tmp_path / "stopped-cloud.json"
+    stopped.write_text(json.dumps(state))
+
+    def says_so(status_id: str) -> bool:
+        status = browser.find_element(By.ID, status_id)
+        shown = status.is_displayed() and "error" in str(status.get_attribute("class"))
+        return shown and "not answering" in status.text and gone in status.text
+
+    with serve_console(stopped) as console:
+        for name, status_id in (("im", "im-status"), ("cards", "cards-status"), ("operate", "operate-status")):
+            panel(browser, console, name)
+            until(lambda: says_so(status_id), what=f"the {name} panel's error")  # noqa: B023 (awaited here)
+        submitted = (("sessions", "sessions-form", "session-status"), ("inbox", "inbox-form", "inbox-status"))
+        for name, form, status_id in submitted:
+            panel(browser, console, name)
+            browser.find_element(By.CSS_SELECTOR, f"#{form} button[type=submit]").click()
+            until(lambda: says_so(status_id), what=f"the {name} panel's error")  # noqa: B023 (awaited here)

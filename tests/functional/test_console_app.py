@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from herald_ops.stack import DEFAULT_TEMPLATE, Stack
 
@@ -37,3 +38,17 @@ def test_the_page_calls_only_app_routes_and_serves_only_its_own_files(tmp_path: 
     assert local.get("/console/im", params={"a": "1", "b": "2"}).status_code == 404  # no fake IM: a real provider
     token = local.post("/console/token", json={"user_id": "10002"}).json()["token"]
     assert token.count(".") == 2
+
+
+def test_a_deployed_stack_without_credentials_is_a_502_in_aws_words_not_a_500(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # nor the instance's role: nothing leaves loopback
+    deployed = console("herald-prod", tmp_path / "none.json")
+    answer = deployed.get("/console/operate")
+    assert answer.status_code == 502
+    assert answer.json()["error"].startswith("AWS refused: Unable to locate credentials")

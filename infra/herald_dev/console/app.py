@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import jwt
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from fastapi import APIRouter, Body, FastAPI, HTTPException, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
 from herald_ops import views
@@ -44,9 +45,7 @@ def create_console(stack: Stack) -> FastAPI:
             raise HTTPException(404, f"no fake {name}: the local cloud runs with a real provider")
         return str(url)
 
-    @app.exception_handler(HeraldError)
-    def refused(request: Request, error: HeraldError) -> JSONResponse:
-        return JSONResponse({"error": error.message, "reason": error.reason}, status_code=409)
+    answer_errors(app, stack)
 
     @app.get("/")
     def page() -> FileResponse:
@@ -209,6 +208,34 @@ def operate_routes(stack: Stack) -> APIRouter:
         return {**view(repaired.confirm), "resent": list(repaired.resent)}
 
     return router
+
+
+def answer_errors(app: FastAPI, stack: Stack) -> None:
+    """Every failure the page can meet, as JSON with an `error` it shows (never a bare 500)."""
+
+    @app.exception_handler(HeraldError)
+    def refused(request: Request, error: HeraldError) -> JSONResponse:
+        return JSONResponse({"error": error.message, "reason": error.reason}, status_code=409)
+
+    @app.exception_handler(httpx.TransportError)
+    def api_or_fake_down(request: Request, error: httpx.TransportError) -> JSONResponse:
+        return not_answering(stack, str(error.request.url.copy_with(path="/", query=None)))
+
+    @app.exception_handler(EndpointConnectionError)
+    def aws_down(request: Request, error: EndpointConnectionError) -> JSONResponse:
+        return not_answering(stack, str(error.kwargs.get("endpoint_url", "AWS")))
+
+    @app.exception_handler(BotoCoreError)
+    @app.exception_handler(ClientError)
+    def aws_refused(request: Request, error: Exception) -> JSONResponse:
+        """Missing credentials, a denied permission, a throttle: AWS's own words, for the operator to act on."""
+        return JSONResponse({"error": f"AWS refused: {error}"}, status_code=502)
+
+
+def not_answering(stack: Stack, url: str) -> JSONResponse:
+    """What the page shows when the cloud behind it is gone, rather than a bare 500."""
+    hint = f"is the stack {stack.name} reachable with your AWS credentials?" if stack.name else "is `make dev` running?"
+    return JSONResponse({"error": f"{url} is not answering: {hint}"}, status_code=503)
 
 
 def _now_ms() -> int:

@@ -75,10 +75,7 @@ async function tokenOf(user) {
 async function asUser(user, method, path, body) {
   const headers = { authorization: `Bearer ${await tokenOf(user)}` };
   const options = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
-  const answer = await json(`/console/app/${path}`, options).catch((error) => {
-    throw error;
-  });
-  return answer.data;
+  return (await json(`/console/app/${path}`, options)).data;
 }
 
 function commandId() {
@@ -104,7 +101,6 @@ tabs.forEach((tab) => {
     if (step) show(tabs[(tabs.indexOf(tab) + step + tabs.length) % tabs.length]);
   });
 });
-const visible = (id) => !$(id).hidden;
 
 // ---------------------------------------------------------------- IM
 function confirmCard(message, update, viewer) {
@@ -168,6 +164,7 @@ let inboxVersion = -1;
 
 async function openBell(event) {
   event.preventDefault();
+  say($("inbox-status"), "");
   inboxUser = $("inbox-user").value.trim();
   inboxVersion = -1;
   if (socket) socket.close();
@@ -214,7 +211,7 @@ async function inboxChange(method, path) {
   try {
     await asUser(inboxUser, method, `api/v1/inbox/notifications/${path}`);
   } catch (error) {
-    say($("inbox-socket"), error.message, true);
+    say($("inbox-status"), error.message, true);
   }
   await refreshInbox(); // the count itself comes over the WebSocket
 }
@@ -227,7 +224,7 @@ async function showPreferences() {
     const input = el("input", { type: "checkbox", checked: on, id: `pref-${name}` });
     input.addEventListener("change", () =>
       asUser(inboxUser, "PUT", "api/v1/inbox/preferences", { [name]: input.checked }).catch((error) =>
-        say($("inbox-socket"), error.message, true),
+        say($("inbox-status"), error.message, true),
       ),
     );
     box.append(el("label", {}, input, ` ${name} `));
@@ -402,23 +399,33 @@ async function refreshOperate() {
 }
 
 // ---------------------------------------------------------------- refresh loop
+const refreshers = {
+  im: ["im-status", refreshIm],
+  cards: ["cards-status", refreshCards],
+  operate: ["operate-status", refreshOperate],
+  sessions: ["session-status", refreshSession],
+};
+let refreshError = ""; // what the last failed refresh said: taken off the page once a refresh succeeds
+
 async function refresh() {
+  const panel = tabs.find((t) => t.getAttribute("aria-selected") === "true").getAttribute("aria-controls");
+  if (!refreshers[panel]) return;
+  const [statusId, redraw] = refreshers[panel];
+  const status = $(statusId);
   try {
-    if (visible("im")) await refreshIm();
-    if (visible("cards")) await refreshCards();
-    if (visible("operate")) await refreshOperate();
-    if (visible("sessions")) await refreshSession();
+    await redraw();
+    if (refreshError && status.textContent === refreshError) say(status, "");
+    refreshError = "";
   } catch (error) {
-    const target = { im: "im-status", cards: "im-status", operate: "operate-status", sessions: "session-status" };
-    const panel = tabs.find((t) => t.getAttribute("aria-selected") === "true").getAttribute("aria-controls");
-    if (target[panel]) say($(target[panel]), error.message, true);
+    refreshError = error.message;
+    say(status, refreshError, true);
   }
 }
 
 async function start() {
   config = await json("/console/config");
   $("stack").textContent = config.local ? "local cloud" : `stack ${config.stack}`;
-  $("inbox-form").addEventListener("submit", (event) => openBell(event).catch((e) => say($("inbox-socket"), e.message, true)));
+  $("inbox-form").addEventListener("submit", (event) => openBell(event).catch((e) => say($("inbox-status"), e.message, true)));
   $("inbox-read-all").addEventListener("click", () => inboxChange("POST", "read-all"));
   $("sessions-form").addEventListener("submit", refreshSession);
   $("im-form").addEventListener("submit", (event) => { event.preventDefault(); refresh(); });
