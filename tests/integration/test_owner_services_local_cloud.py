@@ -1,6 +1,7 @@
 """An owner service end to end on the local cloud (the template's functions, its tables on moto or DynamoDB
 Local, its queues, the fake Tencent IM): a loopback owner written in the test registers `group_join`, asks
-for confirms over HTTP and is called back, signed, by the HTTP function and by an operator's repair."""
+for confirms over HTTP and is called back, signed, by the HTTP function and by an operator's repair; it rotates
+its secret midway, and neither secret reaches Herald's logs."""
 
 from __future__ import annotations
 
@@ -111,6 +112,13 @@ def test_an_owner_service_registers_asks_and_is_called_back_end_to_end(
     assert again.json()["data"] == accepted.json()["data"]
     assert len(owner.effects("g-1")) == 1 and all(c.verified for c in owner.calls)
 
+    # Rotation: a new secret, shown once; the owner moves to it and every later callback verifies.
+    first_secret = owner.secret
+    rotated = service.http.post(f"/internal/v1/confirms/owners/{business_type}/rotate-secret", json={})
+    assert rotated.status_code == 200, rotated.text
+    owner.secret = rotated.json()["data"]["signing_secret"]
+    assert owner.secret != first_secret
+
     # Refusal: the owner's named reason reaches the client.
     full = ask("g-full")
     owner.faults.append("refuse:group_full")
@@ -145,6 +153,12 @@ def test_an_owner_service_registers_asks_and_is_called_back_end_to_end(
     assert {c.headers["webhook-id"] for c in posts} == {command_webhook_id(down["confirm_id"], "tap-down")}
     assert len(owner.effects("g-down")) == 1
     eventually(lambda: pushed(down["confirm_id"], ["pending", "accepted"]))
+    assert all(c.verified for c in owner.calls)
+
+    # Herald's logs hold the owner's path (the failed callback's error), never a signing secret.
+    logs = cloud.log_path.read_text()
+    assert "the owner service answered 500" in logs
+    assert [s for s in (first_secret, owner.secret) if s.removeprefix("whsec_") in logs] == []
 
 
 def test_an_operator_lists_and_disables_an_owner(cloud: LocalCloudProcess, owner: LoopbackOwner) -> None:
