@@ -39,6 +39,8 @@ TEST_ENV = {
     # Tests' owner services listen on loopback over http; the SSRF tests put the deployed rules back.
     "HERALD_OWNER_CALLBACKS_HTTPS_ONLY": "false",
     "HERALD_OWNER_CALLBACKS_ALLOW_PRIVATE": "true",
+    # A stalled or dripping test owner is given up on after this (5 s deployed): the same total deadline, sooner.
+    "HERALD_OWNER_CALL_TOTAL_MS": "1000",
     # Functional tests drive one user or key far faster than a person would; the tests of the limits
     # themselves drop these and run with the shipped defaults.
     **RATE_LIMITS_OFF,

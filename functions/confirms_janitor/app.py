@@ -7,10 +7,12 @@ with permanent_imports():
 
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+    from herald import budgets
     from herald.confirms.handlers import settle_due_confirms
     from herald.observability import logger
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
-    return {"settled": settle_due_confirms()}
+    with budgets.invocation(context.get_remaining_time_in_millis):
+        return {"settled": settle_due_confirms()}

@@ -29,6 +29,7 @@ import boto3
 import uvicorn
 from herald_ops.template import StackTemplate, TemplateError
 
+from herald.owners.models import OWNER_CAPABILITY
 from herald_client import ServiceClient
 from herald_dev import moto_patches
 from herald_dev.engine import ReferenceEngine
@@ -40,7 +41,7 @@ from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
 from herald_dev.ttl_sweeper import TtlSweeper
-from herald_dev.websocket_gateway import WebSocketGateway
+from herald_dev.websocket_gateway import MESSAGE_LIMIT_BYTES, WebSocketGateway
 
 log = logging.getLogger("local-cloud")
 
@@ -310,7 +311,7 @@ class LocalCloud:
         """The sample owner service, registered with a key of its own as any team's service would be."""
         if self.config.sample_owner_port < 0 or "OwnersTable" not in self.stack.attributes:
             return
-        key = self._service_key("sample-groups", "/internal/v1/confirms")
+        key = self._service_key("sample-groups", OWNER_CAPABILITY)
         self.sample_owner = SampleGroupOwner(
             ServiceClient(self.http_url, key, retries=1), self.config.host, self.config.sample_owner_port
         )
@@ -376,6 +377,7 @@ class LocalCloud:
                     port=self.config.ws_port,
                     log_level="warning",
                     ws="websockets-sansio",
+                    ws_max_size=MESSAGE_LIMIT_BYTES,  # API Gateway's message quota: over it, 1009
                 )
             )
         if self.config.console_port >= 0 and self.config.state_file is not None:

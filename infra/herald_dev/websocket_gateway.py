@@ -4,11 +4,16 @@ Clients connect to `ws://host:port/?token=...`. `$connect` is invoked before the
 non-2xx answer refuses the connection with that status), each frame is routed by the API's route selection
 expression (`$request.body.action`) or to `$default`, and `$disconnect` follows a close. Handlers push with
 the management API (`POST /@connections/{id}`, `GoneException` for a closed connection), exactly as in AWS.
+
+API Gateway's size quotas hold here too: a message over 128 KB, or a frame over 32 KB, closes the connection
+with 1009 (message too big). Starlette hands over whole messages, not frames, so a message is taken as one
+frame (as browsers send them); a binary frame reaches the route base64-encoded, with `isBase64Encoded`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import secrets
@@ -26,6 +31,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from herald_dev.runtime import FunctionError, LocalFunction
 
 log = logging.getLogger("local-cloud")
+# API Gateway WebSocket quotas: one frame, one message (a message may span frames).
+FRAME_LIMIT_BYTES = 32 * 1024
+MESSAGE_LIMIT_BYTES = 128 * 1024
+MESSAGE_TOO_BIG = 1009
 
 
 def _now_ms() -> int:
@@ -130,12 +139,23 @@ class WebSocketGateway:
                     close_code = int(message.get("code", 1000))
                     break
                 text = message.get("text")
-                body = str(text) if text is not None else (message.get("bytes") or b"").decode()
+                raw = str(text).encode() if text is not None else bytes(message.get("bytes") or b"")
+                if len(raw) > FRAME_LIMIT_BYTES:
+                    close_code = MESSAGE_TOO_BIG
+                    await websocket.close(code=MESSAGE_TOO_BIG, reason="Message too big")
+                    break
                 conn.last_active_ms = _now_ms()
-                route = self._select_route(body)
+                body = str(text) if text is not None else base64.b64encode(raw).decode()
+                route = self._select_route(body) if text is not None else "$default"
                 event = self._event(
-                    route, "MESSAGE", connection_id, conn, body=body, context={"messageId": uuid.uuid4().hex}
+                    route,
+                    "MESSAGE",
+                    connection_id,
+                    conn,
+                    body=body,
+                    context={"messageId": uuid.uuid4().hex},
                 )
+                event["isBase64Encoded"] = text is None
                 await self._invoke(route, event)
         except WebSocketDisconnect as exc:
             close_code = exc.code
@@ -156,7 +176,7 @@ class WebSocketGateway:
     def _select_route(self, body: str) -> str:
         try:
             parsed = json.loads(body)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number past int's digit limit, nested too deep
             return "$default"
         key = parsed.get(self.selection_key) if isinstance(parsed, dict) else None
         return key if isinstance(key, str) and key in self.routes else "$default"

@@ -5,7 +5,7 @@
                                                   an UNKNOWN one itself where Feishu makes it provable)
     herald-ops dlq list|peek|redrive|purge         dead-letter queues
     herald-ops confirms stuck|repair               confirms the janitor could not settle
-    herald-ops owners list|disable|enable          owner services' registered business types
+    herald-ops owners list|disable|enable|release|transfer   owner services' registered business types
     herald-ops preflight --stack NAME              what a deploy still needs
 
 Installed with Herald's runtime and `click` and `PyYAML` only (`pip install '.[ops]'`): no emulator, no test
@@ -433,6 +433,49 @@ def owners_disable(business_type: str, app: str | None, **where: Any) -> int:
 @stack_options
 def owners_enable(business_type: str, app: str | None, **where: Any) -> int:
     return _set_enabled(business_type, app, True, where)
+
+
+@owners.command("release", help="free a (squatted) business type for any service to register; its confirms wait")
+@click.argument("business_type")
+@click.option("--confirm", "confirmed", default="", help="the business type again, to say you mean it")
+@app_option
+@stack_options
+def owners_release(business_type: str, confirmed: str, app: str | None, **where: Any) -> int:
+    from herald.owners.models import view
+
+    if confirmed != business_type:
+        return _refused(f"releasing deletes the registration: pass --confirm {business_type}")
+    stack = _stack(**where)
+    try:
+        released = _registrations(stack).release(app or stack.settings.default_app_code, business_type)
+    except HeraldError as error:
+        return _refused(error.message)
+    _line({**view(released), "released": True})
+    return 0
+
+
+@owners.command(
+    "transfer",
+    help="give a business type to another service: a new signing secret (printed once, for the new owner),"
+    " disabled until the new owner registers its URLs and an operator enables it",
+)
+@click.argument("business_type")
+@click.option("--to", "to_service", required=True, help="the service id that owns it from now on")
+@app_option
+@stack_options
+def owners_transfer(business_type: str, to_service: str, app: str | None, **where: Any) -> int:
+    from herald.auth.service_keys import validate_service_id
+    from herald.owners.models import view
+
+    stack = _stack(**where)
+    try:
+        moved, secret = _registrations(stack).transfer(
+            app or stack.settings.default_app_code, business_type, validate_service_id(to_service)
+        )
+    except HeraldError as error:
+        return _refused(error.message)
+    _line({**view(moved), "signing_secret": secret})
+    return 0
 
 
 # ---------------------------------------------------------------------- preflight

@@ -22,6 +22,9 @@ from contextvars import ContextVar
 PROVIDER_CONNECT_S = 2.0
 PROVIDER_READ_S = 5.0
 PROVIDER_CALL_MS = int((PROVIDER_CONNECT_S + PROVIDER_READ_S) * 1000)
+# One call to an owner service (docs/owner-services.md): connect and the whole answer within this, in all,
+# however the owner paces its bytes; the HTTP function (Timeout 15 s) answers a receiver's click well inside it.
+OWNER_CALL_TOTAL_S = 5.0
 # Time kept after a provider call to record its outcome in DynamoDB (a write takes milliseconds; this is
 # the margin for a slow one). A worker that cannot record an outcome must not start the call.
 RECORD_OUTCOME_MS = 2_000
@@ -55,6 +58,12 @@ def invocation(remaining_ms: Callable[[], int]) -> Iterator[None]:
         yield
     finally:
         _time_left.reset(token)
+
+
+def time_for_provider_call() -> bool:
+    """Whether a provider call started now could finish and be recorded within the invocation."""
+    remaining = _time_left.get()
+    return remaining is None or remaining() >= PROVIDER_CALL_MS + RECORD_OUTCOME_MS
 
 
 def ensure_time_for_provider_call(what: str) -> None:

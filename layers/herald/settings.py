@@ -72,6 +72,7 @@ class Settings:
     rate_limit_key_per_minute: int = 600
     rate_limit_target_per_minute: int = 30
     rate_limit_owner_per_minute: int = 300  # confirms one registered business type may ask for
+    rate_limit_owner_receiver_per_minute: int = 10  # confirms owner services may ask one receiver
     # Invitations waiting for an answer: at most this many from one inviter, and to one target.
     invitations_pending_per_inviter: int = 10
     invitations_pending_per_target: int = 5
@@ -84,6 +85,8 @@ class Settings:
 
     ws_management_endpoint: str | None = None
     ws_connection_ttl_seconds: int = 3 * 3600
+    # Connections one user may hold: a newer one past this closes the oldest (told why in a frame).
+    ws_max_connections_per_user: int = 10
 
     # Action confirms (CONTRACTS §1).
     confirm_ttl_seconds: int = 7 * 86400
@@ -92,6 +95,8 @@ class Settings:
     # to call owners on loopback; a deployed stack never sets these).
     owner_callbacks_https_only: bool = True
     owner_callbacks_allow_private: bool = False
+    # One call to an owner, connect to last byte (a total deadline, not per read).
+    owner_call_total_ms: int = int(budgets.OWNER_CALL_TOTAL_S * 1000)
 
     # Tencent IM. The secret key comes from SSM (the parameter's name) in AWS, or directly locally.
     tencent_im_base_url: str = "https://console.tim.qq.com"

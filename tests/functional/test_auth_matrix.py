@@ -114,7 +114,9 @@ def world(
     pipeline.drain()
     confirm_id = fake_im.messages[-1]["data"]["confirm_id"]
     keys = {
-        "all": service_keys.create_key("everything", ["/internal/v1", "/events/external"], targets=["chat_id:oc_x"])[0],
+        "all": service_keys.create_key(
+            "everything", ["/internal/v1", "/internal/v1/confirms/owner", "/events/external"], targets=["chat_id:oc_x"]
+        )[0],
         "none": service_keys.create_key("nothing", ["/internal/v1/nothing"])[0],
     }
     every = {"Authorization": f"Bearer {keys['all']}"}
@@ -216,7 +218,10 @@ def test_a_key_of_another_tenant_is_refused_on_every_tenant_scoped_service_route
     world: World, service_keys: ServiceKeys
 ) -> None:
     key, _ = service_keys.create_key(
-        "everything", ["/internal/v1", "/events/external"], app_codes=["other"], targets=["chat_id:oc_x"]
+        "everything",
+        ["/internal/v1", "/internal/v1/confirms/owner", "/events/external"],
+        app_codes=["other"],
+        targets=["chat_id:oc_x"],
     )
     for operation in [op for op in OPERATIONS if op.kind == "service" and op.path not in TENANT_FREE]:
         route = f"{operation.method} {operation.path}"

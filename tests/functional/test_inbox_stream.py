@@ -17,7 +17,7 @@ from herald.inbox.dynamo import DynamoInboxStore
 from herald.realtime.service import Realtime
 from tests.functional.test_inbox import USER, _user, count, items, notify
 from tests.support.aws import load_function
-from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher
+from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher, InMemoryUserAdmission
 from tests.support.inbox import insert_past_retention
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap
@@ -26,7 +26,7 @@ from tests.support.pipeline import StreamTap
 @pytest.fixture
 def pushes(aws: StackTemplate, monkeypatch: pytest.MonkeyPatch) -> InMemoryPusher:
     registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
-    realtime = Realtime(registry, pusher, ttl_seconds=60)
+    realtime = Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission())
     realtime.connect("mine-1", Principal(USER, "lalu"))
     realtime.connect("mine-2", Principal(USER, "lalu"))
     realtime.connect("theirs", Principal("10003", "lalu"))

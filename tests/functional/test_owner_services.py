@@ -35,7 +35,7 @@ def owner() -> Iterator[LoopbackOwner]:
 
 @pytest.fixture
 def groups_key(service_keys: ServiceKeys) -> dict[str, str]:
-    key, _ = service_keys.create_key("groups", ["/internal/v1/confirms"], app_codes=["lalu"])
+    key, _ = service_keys.create_key("groups", ["/internal/v1/confirms/owner"], app_codes=["lalu"])
     return {"Authorization": f"Bearer {key}"}
 
 
@@ -108,7 +108,7 @@ def test_a_registration_shows_its_secret_once_and_belongs_to_the_service_that_ma
     assert [r["business_type"] for r in listed.json()["data"]["items"]] == ["group_join"]
     assert secret not in listed.text and "whsec_" not in listed.text
 
-    other, _ = service_keys.create_key("chess", ["/internal/v1/confirms"], app_codes=["lalu"])
+    other, _ = service_keys.create_key("chess", ["/internal/v1/confirms/owner"], app_codes=["lalu"])
     taken = api.put(
         "/internal/v1/confirms/owners/group_join",
         json=owner.registration(),
@@ -383,7 +383,7 @@ def test_the_owner_cancels_by_business_id(
 ) -> None:
     confirm = create(api, groups_key, owner, "g-cancel").json()["data"]
     body = {"business_type": "group_join", "business_id": "g-cancel"}
-    other, _ = service_keys.create_key("chess", ["/internal/v1/confirms"], app_codes=["lalu"])
+    other, _ = service_keys.create_key("chess", ["/internal/v1/confirms/owner"], app_codes=["lalu"])
     assert (
         api.post("/internal/v1/confirms/cancel", json=body, headers={"Authorization": f"Bearer {other}"}).status_code
         == 404
@@ -490,13 +490,13 @@ def test_another_tenant_or_service_never_reaches_an_owners_confirms(
     service_keys: ServiceKeys,
 ) -> None:
     confirm = create(api, groups_key, owner, "g-mine").json()["data"]
-    elsewhere, _ = service_keys.create_key("groups", ["/internal/v1/confirms"], app_codes=["other"])
+    elsewhere, _ = service_keys.create_key("groups", ["/internal/v1/confirms/owner"], app_codes=["other"])
     headers = {"Authorization": f"Bearer {elsewhere}"}
     refused = api.post("/internal/v1/confirms", json={**ask("g-x"), "app_code": "lalu"}, headers=headers)
     assert refused.status_code == 403 and refused.json()["data"]["reason"] == "tenant_not_allowed"
     # the same service id in another tenant has no registration there
     assert api.post("/internal/v1/confirms", json=ask("g-x"), headers=headers).status_code == 404
-    other_service, _ = service_keys.create_key("chess", ["/internal/v1/confirms"], app_codes=["lalu"])
+    other_service, _ = service_keys.create_key("chess", ["/internal/v1/confirms/owner"], app_codes=["lalu"])
     theirs = api.post("/internal/v1/confirms", json=ask("g-y"), headers={"Authorization": f"Bearer {other_service}"})
     assert theirs.status_code == 404
     stranger = act(api, confirm["confirm_id"], "accept", who=STRANGER)
@@ -571,7 +571,7 @@ def test_one_business_type_over_its_own_limit_gets_429_and_another_owner_does_no
     monkeypatch.setenv("HERALD_RATE_LIMIT_OWNER_PER_MINUTE", "3")
     clear_herald_caches()
     limited = TestClient(create_app())
-    chess, _ = service_keys.create_key("chess", ["/internal/v1/confirms"], app_codes=["lalu"])
+    chess, _ = service_keys.create_key("chess", ["/internal/v1/confirms/owner"], app_codes=["lalu"])
     chess_key = {"Authorization": f"Bearer {chess}"}
     for business_type, key in (("group_join", groups_key), ("chess_match", chess_key)):
         registered = limited.put(

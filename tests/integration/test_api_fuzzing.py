@@ -49,7 +49,7 @@ def api_schema(cloud: LocalCloudProcess) -> Any:
 @pytest.fixture(scope="module")
 def credentials(cloud: LocalCloudProcess) -> dict[str, dict[str, str]]:
     keys = ServiceKeys(DynamoServiceKeyStore(cloud.resource("ServiceKeysTable"), cloud.client("dynamodb")))
-    key, _ = keys.create_key("fuzzer", ["/internal/v1", "/events/external"])
+    key, _ = keys.create_key("fuzzer", ["/internal/v1", "/internal/v1/confirms/owner", "/events/external"])
     return {
         "app": {"Authorization": f"Bearer {make_token('10002', ttl=3600)}"},
         "service": {"Authorization": f"Bearer {key}"},

@@ -82,3 +82,40 @@ def test_websocket_refuses_a_bad_token_with_401(cloud: LocalCloudProcess, token:
         assert refused.value.response.status_code == 401
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        '{"action": "ping", "n": ' + "9" * 5000 + "}",  # past Python's 4,300-digit int limit: a ValueError
+        "[" * 5000 + "]" * 5000,  # nested past the parser's recursion limit
+        "not json",
+        '"a string"',
+        b"\x00\xff binary",
+    ],
+    ids=["5000-digit-number", "deep-nesting", "not-json", "not-an-object", "binary"],
+)
+def test_a_malformed_frame_gets_an_error_frame_and_the_connection_stays_open(
+    cloud: LocalCloudProcess, frame: str | bytes
+) -> None:
+    async def scenario() -> None:
+        async with websockets.connect(f"{cloud.ws_url}/?token={make_token('20011')}") as ws:
+            await ws.send(frame)
+            answer = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert answer["type"] == "error" and answer["code"] == "INVALID_ARGUMENT", answer
+            await ws.send(json.dumps({"action": "ping"}))  # still open, still served
+            assert json.loads(await asyncio.wait_for(ws.recv(), 5)) == {"type": "pong"}
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", [32 * 1024 + 1, 128 * 1024 + 1], ids=["over-a-frame", "over-a-message"])
+def test_a_frame_over_api_gateways_quota_closes_with_1009(cloud: LocalCloudProcess, size: int) -> None:
+    async def scenario() -> None:
+        async with websockets.connect(f"{cloud.ws_url}/?token={make_token('20012')}", max_size=None) as ws:
+            await ws.send(json.dumps({"action": "ping", "pad": "x" * size}))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 5)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+    asyncio.run(scenario())

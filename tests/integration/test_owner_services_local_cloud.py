@@ -48,7 +48,7 @@ class OwnerService:
 
     def __init__(self, cloud: LocalCloudProcess, owner: LoopbackOwner, business_type: str) -> None:
         keys = ServiceKeys(DynamoServiceKeyStore(cloud.resource("ServiceKeysTable"), cloud.client("dynamodb")))
-        key, _ = keys.create_key(f"groups-{secrets.token_hex(3)}", ["/internal/v1/confirms"])
+        key, _ = keys.create_key(f"groups-{secrets.token_hex(3)}", ["/internal/v1/confirms/owner"])
         self.http = httpx.Client(base_url=cloud.http_url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
         self.owner = owner
         self.business_type = business_type
@@ -173,3 +173,41 @@ def test_an_operator_lists_and_disables_an_owner(cloud: LocalCloudProcess, owner
     assert refused.status_code == 409 and refused.json()["data"]["reason"] == "owner_disabled"
     ops(cloud, "owners", "enable", business_type, "--app", "lalu")
     assert service.ask(new_user(), new_user(), "g-on").status_code == 200
+
+
+def test_an_operator_releases_or_transfers_a_squatted_business_type(
+    cloud: LocalCloudProcess, owner: LoopbackOwner
+) -> None:
+    """A service registered types that are not its own: an operator frees one, and hands the other to its real
+    owner (a fresh secret only the new owner gets; disabled, so no call goes to the squatter's URLs)."""
+    released_type, moved_type = f"squat_{secrets.token_hex(3)}", f"moved_{secrets.token_hex(3)}"
+    squatter_owner = LoopbackOwner().start()
+    try:
+        squatters = [OwnerService(cloud, squatter_owner, t) for t in (released_type, moved_type)]
+        for squatter in squatters:
+            squatter.register()
+        command = ["owners", "release", released_type, "--app", "lalu", "--state-file", str(cloud.state_file)]
+        unconfirmed = subprocess.run(
+            [sys.executable, "-m", "herald_ops.cli", *command],
+            check=False, capture_output=True, text=True, cwd=REPO, timeout=120,
+        )  # fmt: skip
+        assert unconfirmed.returncode == 2 and "--confirm" in unconfirmed.stderr
+        (released,) = ops(cloud, "owners", "release", released_type, "--confirm", released_type, "--app", "lalu")
+        assert released["released"] is True
+        rightful = OwnerService(cloud, owner, released_type)
+        service_id = str(rightful.register()["service_id"])
+        assert service_id != released["service_id"]
+
+        (moved,) = ops(cloud, "owners", "transfer", moved_type, "--to", service_id, "--app", "lalu")
+        assert moved["service_id"] == service_id and moved["enabled"] is False
+        assert moved["signing_secret"].startswith("whsec_") and moved["signing_secret"] != owner.secret
+        assert squatters[1].ask(new_user(), new_user(), "sq-1").status_code == 404  # no longer the squatter's
+        rightful.business_type = moved_type
+        assert rightful.ask(new_user(), new_user(), "m-0").json()["data"]["reason"] == "owner_disabled"
+        changed = rightful.http.put(f"/internal/v1/confirms/owners/{moved_type}", json=owner.registration())
+        assert changed.status_code == 200 and changed.json()["data"]["signing_secret"] is None, changed.text
+        ops(cloud, "owners", "enable", moved_type, "--app", "lalu")
+        assert rightful.ask(new_user(), new_user(), "m-1").status_code == 200
+        assert squatter_owner.calls == []
+    finally:
+        squatter_owner.stop()

@@ -77,7 +77,12 @@ def test_every_operation_through_the_sdk(cloud: LocalCloudProcess, recorder: Rec
     chat = f"oc_sdk_{suffix}"
     service = ServiceClient(
         cloud.http_url,
-        key(cloud, f"sdk-{suffix}", ["/internal/v1", "/events/external"], targets=[f"chat_id:{chat}"]),
+        key(
+            cloud,
+            f"sdk-{suffix}",
+            ["/internal/v1", "/internal/v1/confirms/owner", "/events/external"],
+            targets=[f"chat_id:{chat}"],
+        ),
         http=http(cloud, recorder),
     )
 

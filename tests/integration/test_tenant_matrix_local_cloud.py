@@ -38,7 +38,7 @@ def _service_operations(cloud: LocalCloudProcess) -> list[tuple[str, str, bool]]
 
 def test_other_tenants_and_other_engines_are_refused_on_every_service_route(cloud: LocalCloudProcess) -> None:
     keys = _keys(cloud)
-    owner_engine, _ = keys.create_key("engine-" + secrets.token_hex(3), ["/internal/v1"])
+    owner_engine, _ = keys.create_key("engine-" + secrets.token_hex(3), ["/internal/v1", "/internal/v1/confirms/owner"])
     session_id = "s-" + secrets.token_hex(4)
     body = {"app_code": "lalu", "members": {MEMBER: "owner"}, "agents": ["po"], "status": "active"}
     http = httpx.Client(base_url=cloud.http_url, timeout=30)
@@ -74,7 +74,9 @@ def test_other_tenants_and_other_engines_are_refused_on_every_service_route(clou
         "/internal/v1/sessions/{session_id}": {**body, "members": {"mallory": "owner"}},
         **{path: body for (_, path), body in ROUTE_BODIES.items()},
     }
-    other_tenant, _ = keys.create_key("acme-" + secrets.token_hex(3), ["/internal/v1"], app_codes=["acme"])
+    other_tenant, _ = keys.create_key(
+        "acme-" + secrets.token_hex(3), ["/internal/v1", "/internal/v1/confirms/owner"], app_codes=["acme"]
+    )
     other_engine, _ = keys.create_key("intruder-" + secrets.token_hex(3), ["/internal/v1/sessions"])
     checked = 0
     for method, path, has_body in _service_operations(cloud):

@@ -161,3 +161,21 @@ def test_suspended_turn_and_ended_session_refuse_by_name(cloud: LocalCloudProces
     assert ended.status_code == 409 and ended.json()["data"]["reason"] == "session_not_active"
     stranger = Member(cloud, "mallory").post(session_id, "po", "hi")
     assert stranger.status_code == 403 and stranger.json()["data"]["reason"] == "not_a_member"
+
+
+def test_after_seq_is_bounded_by_the_sequence_space_on_the_real_engine(
+    engine: Engine, cloud: LocalCloudProcess
+) -> None:
+    """A lower bound above the 12-digit space would make a key condition DynamoDB refuses (a 500 in AWS): the
+    route answers 400 for it, and the edges of the space are served."""
+    session_id = engine.open(["helper"])
+    alice = Member(cloud, "alice")
+    events = f"/api/v1/sessions/{session_id}/events"
+    for too_far in ("9999999999990", "1000000000000", "-1", "1e3", "99999999999999999999999999"):
+        refused = alice.http.get(events, params={"after_seq": too_far})
+        assert refused.status_code == 400, (too_far, refused.text)
+        assert refused.json()["code"] == "INVALID_ARGUMENT"
+    for edge in (999_999_999_998, 999_999_999_999):
+        served = alice.http.get(events, params={"after_seq": edge})
+        assert served.status_code == 200, (edge, served.text)
+        assert served.json()["data"] == {"events": [], "next_after_seq": edge}

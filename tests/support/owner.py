@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from herald_dev.fakes._server import LoopbackServer, Request, Response
+from herald_dev.fakes._server import Dribble, LoopbackServer, Request, Response
 
 DECISIONS = {"accept": "accepted", "reject": "rejected"}
 # A valid body for each owner-service route: the auth and tenant matrices call every route with one.
@@ -62,10 +62,12 @@ class Call:
 class LoopbackOwner:
     secret: str = ""
     facts: dict[str, str] = field(default_factory=dict)  # business_id -> pending | accepted | ...
-    faults: list[str] = field(default_factory=list)  # next answers: "500", "refuse:<reason>", "stall", "huge"
+    # next answers: "500", "refuse:<reason>", "stall", "huge", "drip" (a byte every `drip_s`)
+    faults: list[str] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     answers: dict[str, tuple[int, Any]] = field(default_factory=dict)  # webhook-id -> the answer given
     stall_s: float = 8.0
+    drip_s: float = 2.0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -111,6 +113,8 @@ class LoopbackOwner:
                 return 500, {"error": "owner down"}, "application/json"
             if fault.startswith("refuse:"):
                 return 409, {"reason": fault.removeprefix("refuse:")}, "application/json"
+            if fault == "drip":
+                return 200, Dribble(b'{"state": "accepted"}', self.drip_s), "application/json"
             if fault == "huge":
                 return 200, {"state": "accepted", "pad": "x" * 200_000}, "application/json"
             if request.method == "GET":

@@ -80,6 +80,16 @@ def test_an_action_webhook_id_is_stable_per_command_and_has_no_dot() -> None:
         "::ffff:10.0.0.1",
         "224.0.0.1",
         "240.0.0.1",
+        "64:ff9b::7f00:1",  # NAT64 (well-known prefix) of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 of the metadata service
+        "64:ff9b:1::a00:1",  # NAT64 (local-use prefix) of 10.0.0.1
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+        "2002:c0a8:101::",  # 6to4 of 192.168.1.1
+        "::7f00:1",  # IPv4-compatible 127.0.0.1
+        "::a00:1",  # IPv4-compatible 10.0.0.1
+        "::ffff:0:7f00:1",  # IPv4-translated 127.0.0.1
+        "::ffff:0:a9fe:a9fe",  # IPv4-translated metadata service
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo whose client is 127.0.0.1 (obfuscated)
     ],
 )
 def test_a_non_public_address_refuses_the_host(address: str) -> None:
@@ -89,6 +99,11 @@ def test_a_non_public_address_refuses_the_host(address: str) -> None:
 
 def test_public_addresses_pass() -> None:
     check_public(["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"])
+
+
+def test_an_ipv6_form_carrying_a_public_ipv4_address_passes() -> None:
+    """Unwrapping judges the carried address by the IPv4 rules: a public one is as good as itself."""
+    check_public(["64:ff9b::5db8:d822", "2002:5db8:d822::1"])  # NAT64 and 6to4 of 93.184.216.34
 
 
 @pytest.mark.parametrize(
@@ -102,11 +117,23 @@ def test_public_addresses_pass() -> None:
         "https://example.com:99999/",
         "https://exa mple.com/",
         "https://example.com/" + "a" * 2100,
+        "https://127.0.0.1\u0000x:8443/cb",  # a control character in the host
+        "https://owner\u0007.example.com/cb",
+        "https://owner.example.com/cb\u0000",  # ... or anywhere in the URL
+        "https://exa_mple..com/cb",  # an empty label
+        "https://-owner.example.com/cb",  # a label starting with a hyphen
+        "https://" + "a" * 64 + ".example.com/cb",  # a label over 63 characters
+        "https://xn--.example.com/cb",  # not IDNA
+        "https://\u2488.example.com/cb",  # no IDNA form (a circled digit)
     ],
 )
 def test_a_callback_url_must_be_plain_https(url: str) -> None:
     with pytest.raises(ForbiddenUrl):
         parse(url, https_only=True)
+
+
+def test_an_international_host_is_called_by_its_idna_name() -> None:
+    assert parse("https://bücher.example/cb", https_only=True).host == "xn--bcher-kva.example"
 
 
 def test_a_callback_url_keeps_its_path_and_query() -> None:

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import json
+import threading
+from typing import Any
+
+import pytest
 
 from herald.auth.models import Principal
-from herald.realtime.service import Realtime
-from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher
+from herald.errors import RateLimited
+from herald.realtime.handlers import handle_websocket_event
+from herald.realtime.service import TOO_MANY_CONNECTIONS, Realtime
+from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher, InMemoryUserAdmission
 
 
 def _realtime() -> tuple[Realtime, InMemoryConnectionRegistry, InMemoryPusher]:
     registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
-    return Realtime(registry, pusher, ttl_seconds=60, clock=lambda: 10_000), registry, pusher
+    return (
+        Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission(), clock=lambda: 10_000),
+        registry,
+        pusher,
+    )
 
 
 def test_connection_expires_after_its_ttl() -> None:
@@ -50,7 +60,7 @@ def test_connection_remembers_when_its_token_expires() -> None:
 def test_connection_whose_token_expired_is_told_closed_and_forgotten_instead_of_pushed() -> None:
     registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
     clock = [10_000]
-    realtime = Realtime(registry, pusher, ttl_seconds=3600, clock=lambda: clock[0])
+    realtime = Realtime(registry, pusher, ttl_seconds=3600, admission=InMemoryUserAdmission(), clock=lambda: clock[0])
     realtime.connect("short", Principal("10002", "lalu", expires_at_ms=20_000))
     realtime.connect("long", Principal("10002", "lalu", expires_at_ms=900_000))
     clock[0] = 20_000
@@ -58,3 +68,92 @@ def test_connection_whose_token_expired_is_told_closed_and_forgotten_instead_of_
     frames = [(cid, json.loads(data)["type"]) for cid, data in pusher.sent]
     assert frames == [("short", "token_expired"), ("long", "inbox_updated")]
     assert pusher.closed == ["short"] and set(registry.connections) == {"long"}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"body": '{"n": ' + "1" * 5000 + "}"},
+        {"body": "[" * 10_000 + "]" * 10_000},
+        {"body": "{not json"},
+        {"body": "AAEC", "isBase64Encoded": True},
+        {"body": "[1, 2]"},
+    ],
+    ids=["5000-digits", "deep", "not-json", "binary", "not-an-object"],
+)
+def test_the_deployed_default_route_answers_any_malformed_frame_with_an_error_frame(event: dict[str, Any]) -> None:
+    realtime, _, pusher = _realtime()
+    realtime.connect("c1", Principal("10002", "lalu"))
+    answer = handle_websocket_event(
+        {**event, "requestContext": {"routeKey": "$default", "connectionId": "c1"}},
+        verifier=None,  # type: ignore[arg-type]
+        realtime=realtime,
+    )
+    assert answer["statusCode"] == 200
+    (sent,) = [json.loads(data) for _, data in pusher.sent]
+    assert sent["type"] == "error" and sent["code"] == "INVALID_ARGUMENT"
+
+
+def test_a_connection_past_the_per_user_cap_closes_the_oldest_with_a_reason_frame() -> None:
+    registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
+    now = [10_000]
+    realtime = Realtime(
+        registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission(), max_per_user=3, clock=lambda: now[0]
+    )
+    for n in range(5):
+        now[0] += 1
+        realtime.connect(f"c{n}", Principal("10002", "lalu"))
+    realtime.connect("other", Principal("10003", "lalu"))  # another user's connections are not counted
+    assert sorted(registry.connections) == ["c2", "c3", "c4", "other"]
+    assert pusher.closed == ["c0", "c1"]
+    told = [(cid, json.loads(data)) for cid, data in pusher.sent]
+    assert told == [("c0", TOO_MANY_CONNECTIONS), ("c1", TOO_MANY_CONNECTIONS)]
+
+
+def test_connecting_and_frames_count_against_the_user_rate_limit() -> None:
+    registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
+    admission = InMemoryUserAdmission(limit=2)
+    realtime = Realtime(registry, pusher, ttl_seconds=60, admission=admission, clock=lambda: 10_000)
+    realtime.connect("c1", Principal("10002", "lalu"))
+    realtime.admit_frame("c1")
+    with pytest.raises(RateLimited):
+        realtime.connect("c2", Principal("10002", "lalu"))
+    assert "c2" not in registry.connections  # refused before anything was written
+    with pytest.raises(RateLimited):
+        realtime.admit_frame("c1")
+
+
+def test_a_rate_limited_connect_is_refused_with_429_and_a_limited_frame_gets_an_error_frame() -> None:
+    registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
+    realtime = Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission(limit=1), clock=lambda: 1)
+
+    class Verifier:
+        def verify(self, token: str) -> Principal:
+            return Principal("10002", "lalu")
+
+    def event(route: str, connection_id: str, **extra: Any) -> dict[str, Any]:
+        context = {"routeKey": route, "connectionId": connection_id}
+        return {"requestContext": context, "queryStringParameters": {"token": "t"}, **extra}
+
+    assert handle_websocket_event(event("$connect", "c1"), Verifier(), realtime)["statusCode"] == 200  # type: ignore[arg-type]
+    assert handle_websocket_event(event("$connect", "c2"), Verifier(), realtime)["statusCode"] == 429  # type: ignore[arg-type]
+    handle_websocket_event(event("$default", "c1", body='{"action":"ping"}'), Verifier(), realtime)  # type: ignore[arg-type]
+    (frame,) = [json.loads(data) for _, data in pusher.sent]
+    assert frame["type"] == "error" and frame["code"] == "RATE_LIMITED"
+
+
+def test_a_users_connections_are_pushed_side_by_side() -> None:
+    """Ten connections whose sends each wait for the others: sequential sends would never finish."""
+    registry = InMemoryConnectionRegistry()
+    barrier = threading.Barrier(10, timeout=5)
+
+    class Waiting(InMemoryPusher):
+        def send(self, connection_id: str, data: bytes) -> bool:
+            barrier.wait()  # raises BrokenBarrierError unless all ten sends run at once
+            return super().send(connection_id, data)
+
+    pusher = Waiting()
+    realtime = Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission(), clock=lambda: 1)
+    for n in range(10):
+        realtime.connect(f"c{n}", Principal("10002", "lalu"))
+    assert realtime.push_to_user("lalu", "10002", {"type": "inbox_updated"}) == 10

@@ -193,3 +193,19 @@ def test_invalid_service_or_capability_is_refused_and_nothing_stored(
 )
 def test_capability_is_a_path_prefix_on_segment_boundaries(path: str, allowed: bool) -> None:
     assert capability_allows(frozenset({"/events/external"}), path) is allowed
+
+
+@pytest.mark.parametrize("cache_ms", [0, 30_000])
+def test_a_wrong_secret_for_a_real_key_id_records_no_use(
+    store: InMemoryServiceKeyStore, clock: Clock, cache_ms: int
+) -> None:
+    keys = ServiceKeys(store, clock=clock, cache_ms=cache_ms)
+    key, record = keys.create_key("scheduler", ["/events/external"])
+    wrong = f"hk_{record.key_id}_{'A' * 43}"
+    for _ in range(3):
+        with pytest.raises(Unauthorized):
+            keys.authenticate(wrong, "/events/external")
+    assert store.keys[record.key_id].last_used_at_ms is None
+    clock.now += 5
+    keys.authenticate(key, "/events/external")  # the first real use is recorded, even inside the cache period
+    assert store.keys[record.key_id].last_used_at_ms == 1_005

@@ -439,8 +439,8 @@ export interface paths {
         };
         /**
          * Confirm Deliveries
-         * @description For operators and support: where a confirm's IM pushes stand (sent at, attempts, last error). An owner
-         *     service's key sees only the confirms of the business types it registered.
+         * @description For operators and support (a key with `/internal/v1/confirms`): where a confirm's IM pushes stand (sent
+         *     at, attempts, last error). An owner service's key sees only the confirms of the business types it registered.
          */
         get: operations["confirms.confirmDeliveries"];
         put?: never;
@@ -1414,6 +1414,12 @@ export interface components {
              */
             actions?: components["schemas"]["ActionSpec"][] | null;
             /**
+             * Allow Links
+             * @description let `message_text` hold links and addresses (default: plain text only)
+             * @default false
+             */
+            allow_links: boolean;
+            /**
              * App Code
              * @description the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)
              */
@@ -1456,6 +1462,8 @@ export interface components {
             actions: {
                 [key: string]: string;
             }[];
+            /** Allow Links */
+            allow_links: boolean;
             /** App Code */
             app_code: string;
             /** Business Type */
@@ -3578,6 +3586,7 @@ export interface operations {
                      *                 "style": "primary"
                      *               }
                      *             ],
+                     *             "allow_links": false,
                      *             "app_code": "lalu",
                      *             "business_type": "group_join",
                      *             "callback_url": "https://groups.example.com/herald/callback",
@@ -3707,6 +3716,7 @@ export interface operations {
                      *               "style": "primary"
                      *             }
                      *           ],
+                     *           "allow_links": false,
                      *           "app_code": "lalu",
                      *           "business_type": "group_join",
                      *           "callback_url": "https://groups.example.com/herald/callback",
@@ -3824,6 +3834,7 @@ export interface operations {
                      *               "style": "primary"
                      *             }
                      *           ],
+                     *           "allow_links": false,
                      *           "app_code": "lalu",
                      *           "business_type": "group_join",
                      *           "callback_url": "https://groups.example.com/herald/callback",

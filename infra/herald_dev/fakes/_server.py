@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
@@ -22,7 +24,16 @@ class Request:
         return json.loads(self.body or b"null")
 
 
-Response = tuple[int, Any, str]  # status, body (JSON-able or str), content type
+@dataclass(frozen=True)
+class Dribble:
+    """An answer whose status line comes at once and every later byte (headers, body) `interval_s` apart:
+    a slow peer, for the tests of Herald's total deadlines (the sleep is the behaviour under test)."""
+
+    body: bytes
+    interval_s: float
+
+
+Response = tuple[int, Any, str]  # status, body (JSON-able, str or Dribble), content type
 Handler = Callable[[Request], Response]
 
 
@@ -56,6 +67,9 @@ class LoopbackServer:
                 body = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 status, payload, content_type = server._handle(Request(self.command, parts.path, query, headers, body))
+                if isinstance(payload, Dribble):
+                    self._dribble(status, payload, content_type)
+                    return
                 data = (
                     payload.encode() if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False).encode()
                 )
@@ -64,6 +78,18 @@ class LoopbackServer:
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _dribble(self, status: int, answer: Dribble, content_type: str) -> None:
+                self.close_connection = True
+                rest = f"content-type: {content_type}\r\ncontent-length: {len(answer.body)}\r\n\r\n".encode()
+                try:
+                    self.wfile.write(f"HTTP/1.1 {status} OK\r\n".encode())
+                    for byte in rest + answer.body:
+                        self.wfile.flush()
+                        time.sleep(answer.interval_s)
+                        self.wfile.write(bytes([byte]))
+                except OSError:
+                    return  # the caller gave up and closed: what a total deadline does
 
             do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
 

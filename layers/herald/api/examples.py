@@ -59,6 +59,7 @@ REGISTRATION = {
         {"action": "accept", "label": "Let them in", "style": "primary"},
     ],
     "default_expiry_seconds": 86_400,
+    "allow_links": False,
     "enabled": True,
     "created_at_ms": T0,
     "updated_at_ms": T0,

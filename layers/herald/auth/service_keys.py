@@ -6,8 +6,9 @@ carries its own rights, fixed at creation (capabilities: route prefixes; tenants
 where its external events may go), so creating a key never widens another one. Rotation creates a key
 with the same rights, and the old one keeps working until it is revoked.
 
-A verified key is remembered for `cache_ms` (a GetItem saved per request): a revoked or expired key is
-refused within that time, and its last-used time is written at most once per period.
+A key's record is remembered for `cache_ms` (a GetItem saved per request): a revoked or expired key is
+refused within that time. Its last-used time is written only after the secret matched (a wrong secret for
+a real key id changes nothing), at most once per period.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class ServiceKeys:
         self._clock = clock
         self._cache_ms = cache_ms
         self._cache: dict[str, tuple[int, ServiceKeyRecord]] = {}
+        self._touched: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def authenticate(self, presented: str, path: str) -> ServiceCaller:
@@ -109,8 +111,10 @@ class ServiceKeys:
         expected = record.secret_hash if record else _DUMMY_HASH
         if not hmac.compare_digest(hash_secret(secret), expected) or record is None:
             raise Unauthorized("service key invalid")
-        if not record.live(self._clock()):
+        now = self._clock()
+        if not record.live(now):
             raise Unauthorized("service key revoked or expired")
+        self._record_use(record.key_id, now)
         if not capability_allows(record.capabilities, path):
             raise PermissionDenied("service key lacks the capability for this route")
         return ServiceCaller(
@@ -123,7 +127,7 @@ class ServiceKeys:
         )
 
     def _record(self, key_id: str) -> ServiceKeyRecord | None:
-        """The key's record, from the cache while it is fresh; a fresh read also records the use."""
+        """The key's record, from the cache while it is fresh."""
         now = self._clock()
         with self._lock:
             cached = self._cache.get(key_id)
@@ -132,11 +136,19 @@ class ServiceKeys:
         record = self._store.get_key(key_id)
         if record is None:
             return None
-        if record.live(now):
-            self._store.touch(key_id, now)
         with self._lock:
             self._cache[key_id] = (now, record)
         return record
+
+    def _record_use(self, key_id: str, now: int) -> None:
+        """A verified use: written once per cache period (the last-used time is for people, not for auth)."""
+        with self._lock:
+            last = self._touched.get(key_id)
+            due = last is None or now - last >= self._cache_ms
+            if due:
+                self._touched[key_id] = now
+        if due:
+            self._store.touch(key_id, now)
 
     def create_key(
         self,

@@ -26,6 +26,37 @@ class BusinessRefused(Exception):
         self.detail = detail
 
 
+class OwnerSilent(UpstreamError):
+    """The owner gave no answer at all (no connection, no whole answer within the call's deadline): the kind
+    of outage that makes the janitor rest that owner for a while (`OwnerBackoff`)."""
+
+
+class OwnerResting(UpstreamError):
+    """The owner is not asked now: it gave no answer lately and its back-off has not ended."""
+
+
+class OwnerBackoff:
+    """A per-owner circuit breaker: an owner that gave no answer is not asked again until its back-off ends
+    (doubling from `base_ms` to `max_ms`), so one silent owner cannot spend a pass (or a reader's batch) that
+    other owners' confirms are waiting on. Its confirms stay due and are settled once it answers again."""
+
+    def __init__(self, base_ms: int = 60_000, max_ms: int = 15 * 60_000) -> None:
+        self._base_ms = base_ms
+        self._max_ms = max_ms
+        self._resting: dict[tuple[str, str], tuple[int, int]] = {}  # owner -> (until_ms, failures in a row)
+
+    def resting(self, owner: tuple[str, str], now_ms: int) -> bool:
+        until = self._resting.get(owner)
+        return until is not None and now_ms < until[0]
+
+    def silent(self, owner: tuple[str, str], now_ms: int) -> None:
+        failures = self._resting.get(owner, (0, 0))[1] + 1
+        self._resting[owner] = (now_ms + min(self._max_ms, self._base_ms * 2 ** (failures - 1)), failures)
+
+    def answered(self, owner: tuple[str, str]) -> None:
+        self._resting.pop(owner, None)
+
+
 class BusinessHandler(Protocol):
     business_type: str
 

@@ -39,7 +39,16 @@ def on_im_push(record: QueueMessage) -> None:
 
 
 def settle_due_confirms() -> int:
-    settled = confirms().settle_due()
-    if settled:
-        logger.info("janitor settled confirms", count=len(settled))
-    return len(settled)
+    """One janitor pass, inside the invocation's time (the entry point sets `budgets.invocation`)."""
+    done = confirms().settle_due()
+    for confirm_id, error in done.failed:
+        logger.error("janitor could not settle a confirm", confirm_id=confirm_id, error=error)
+    if done.settled or done.waiting or done.out_of_time:
+        logger.info(
+            "janitor pass",
+            settled=len(done.settled),
+            waiting_on_owner=len(done.waiting),
+            failed=len(done.failed),
+            out_of_time=done.out_of_time,
+        )
+    return len(done.settled)

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from herald.auth.service_keys import capability_allows
 from herald.confirms.models import Action, view
 from herald.confirms.service import MAX_BATCH, MAX_PAGE
 from herald.confirms.wiring import confirms, deliveries
@@ -15,7 +16,7 @@ from herald.errors import NotFound
 from herald.ids import APP_CODE_PATTERN
 from herald.owners.wiring import registrations
 from herald.web.envelope import APP, APP_AUDIENCE, OPERATOR, SERVICE, Envelope, errors, ok
-from herald.web.security import CurrentPrincipal, CurrentService
+from herald.web.security import CurrentPrincipal, CurrentReaderOrOwner
 
 router = APIRouter(prefix="/api/v1/message/action-confirms", tags=[APP_AUDIENCE])
 
@@ -122,15 +123,16 @@ class ConfirmDeliveries(BaseModel):
 def confirm_deliveries(
     request: Request,
     confirm_id: str,
-    caller: CurrentService,
+    caller: CurrentReaderOrOwner,
     app_code: Annotated[str | None, Query(pattern=APP_CODE_PATTERN)] = None,
 ) -> Envelope[ConfirmDeliveries]:
-    """For operators and support: where a confirm's IM pushes stand (sent at, attempts, last error). An owner
-    service's key sees only the confirms of the business types it registered."""
+    """For operators and support (a key with `/internal/v1/confirms`): where a confirm's IM pushes stand (sent
+    at, attempts, last error). An owner service's key sees only the confirms of the business types it registered."""
     app_code = caller.tenant(app_code)
     confirm = confirms().get(app_code, confirm_id)
     owned = {r.business_type for r in registrations().of_service(caller.service_id, app_code)}
-    if owned and confirm.business_type not in owned:
+    reader = capability_allows(caller.capabilities, request.url.path)
+    if (owned or not reader) and confirm.business_type not in owned:
         raise NotFound("no such confirm")
     items = [
         DeliveryView(

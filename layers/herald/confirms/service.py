@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from herald import budgets
 from herald.auth.models import Principal
 from herald.clock import Clock, now_ms
-from herald.confirms.businesses import BusinessRefused, BusinessRegistry
+from herald.confirms.businesses import BusinessRefused, BusinessRegistry, OwnerBackoff, OwnerResting, OwnerSilent
 from herald.confirms.models import (
     ACTION_OF,
     ALLOWED,
@@ -72,6 +74,16 @@ class ConfirmStore(Protocol):
         ...
 
 
+@dataclass
+class JanitorPass:
+    """What one janitor pass did: settled (or found current), left waiting on its owner, failed unexpectedly."""
+
+    settled: list[Confirm] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    out_of_time: bool = False
+
+
 def validate_confirm_id(confirm_id: str) -> str:
     if not CONFIRM_ID.fullmatch(confirm_id):
         raise InvalidArgument("confirm_id is malformed")
@@ -79,11 +91,19 @@ def validate_confirm_id(confirm_id: str) -> str:
 
 
 class Confirms:
-    def __init__(self, store: ConfirmStore, registry: BusinessRegistry, lease_ms: int, clock: Clock = now_ms) -> None:
+    def __init__(
+        self,
+        store: ConfirmStore,
+        registry: BusinessRegistry,
+        lease_ms: int,
+        clock: Clock = now_ms,
+        backoff: OwnerBackoff | None = None,
+    ) -> None:
         self._store = store
         self._registry = registry
         self._lease_ms = lease_ms
         self._clock = clock
+        self._backoff = backoff or OwnerBackoff()
 
     # ------------------------------------------------------------------ creation (from an owner's outbox)
     def project(self, draft: ConfirmDraft) -> Confirm:
@@ -235,13 +255,13 @@ class Confirms:
         now = self._clock()
         if confirm.status is ConfirmStatus.PENDING and now >= confirm.expire_at_ms:
             handler = self._registry.handler(confirm.app_code, confirm.business_type)
-            fact = self._asked(lambda: handler.expire(confirm))
+            fact = self._asked(confirm, lambda: handler.expire(confirm))
             if fact.confirm_status is None:
                 return confirm
             return self._finish(confirm, self._decided(confirm, fact))
         if confirm.status is ConfirmStatus.PROCESSING and now >= confirm.lock_until_ms:
             handler = self._registry.handler(confirm.app_code, confirm.business_type)
-            fact = self._asked(lambda: handler.fact(confirm))
+            fact = self._asked(confirm, lambda: handler.fact(confirm))
             if fact.confirm_status is not None:
                 return self._finish(confirm, self._decided(confirm, fact))
             reclaimed = confirm.evolve(locked_by=uuid.uuid4().hex, lock_until_ms=now + self._lease_ms)
@@ -252,24 +272,44 @@ class Confirms:
             return self._complete(reclaimed, "")
         return confirm
 
-    @staticmethod
-    def _asked(question: Callable[[], OwnerFact]) -> OwnerFact:
+    def _asked(self, confirm: Confirm, question: Callable[[], OwnerFact]) -> OwnerFact:
         """The owner's truth for a repair. Only an action can be refused; an owner that refuses to state its
-        truth is answering wrongly, which is an outage: the confirm waits (and counts as stuck) until it answers."""
+        truth is answering wrongly, which is an outage: the confirm waits (and counts as stuck) until it answers.
+        An owner that gave no answer rests for its back-off: it is not asked again meanwhile."""
+        owner = (confirm.app_code, confirm.business_type)
+        if self._backoff.resting(owner, self._clock()):
+            raise OwnerResting("the owner service gave no answer lately: it rests before it is asked again")
         try:
-            return question()
+            fact = question()
         except BusinessRefused as exc:
             raise UpstreamError(f"the owner refused to state its truth ({exc.reason})") from exc
+        self._backoff.answered(owner)
+        return fact
 
-    def settle_due(self, limit: int = 100) -> list[Confirm]:
-        """The janitor's pass: every confirm past its expiry or lease, settled."""
-        settled = []
-        for confirm in self._store.due(self._clock(), limit):
+    def settle_due(self, limit: int = 100, scan: int = 1000) -> JanitorPass:
+        """The janitor's pass: confirms past their expiry or lease, settled one by one while the invocation
+        has time for another owner call. One confirm's failure never ends the pass; a resting owner's confirms
+        are passed over (cheaply: among the `scan` due ones read) so that other owners' are served."""
+        done = JanitorPass()
+        for confirm in self._store.due(self._clock(), scan):
+            if len(done.settled) >= limit or not budgets.time_for_provider_call():
+                done.out_of_time = len(done.settled) < limit
+                break
             try:
-                settled.append(self.settle(confirm))
+                done.settled.append(self._settle_watched(confirm))
             except UpstreamError:
-                continue  # the owner is down: the next pass tries again
-        return settled
+                done.waiting.append(confirm.confirm_id)  # the owner is down or resting: a later pass tries again
+            except Exception as exc:  # one confirm's fault must not cost the others their pass
+                done.failed.append((confirm.confirm_id, f"{type(exc).__name__}: {exc}"))
+        return done
+
+    def _settle_watched(self, confirm: Confirm) -> Confirm:
+        """`settle`, remembering an owner that gave no answer so that it rests (`OwnerBackoff`)."""
+        try:
+            return self.settle(confirm)
+        except OwnerSilent:
+            self._backoff.silent((confirm.app_code, confirm.business_type), self._clock())
+            raise
 
     # ------------------------------------------------------------------ reads
     def get(self, app_code: str, confirm_id: str) -> Confirm:
@@ -304,7 +344,7 @@ class Confirms:
     def _settled_quietly(self, confirm: Confirm) -> Confirm:
         """Reads settle lazily too, but an owner outage never fails a read: the stored state is shown."""
         try:
-            return self.settle(confirm)
+            return self._settle_watched(confirm)
         except UpstreamError:
             return confirm
 

@@ -22,6 +22,11 @@ def target_limit() -> Limit:
     return Limit("target", current().settings.rate_limit_target_per_minute)
 
 
-def owner_limit() -> Limit:
-    """Confirms one owner service's business type asks for, beside its key's own limit."""
-    return Limit("owner", current().settings.rate_limit_owner_per_minute)
+def owner_limits() -> dict[str, Limit]:
+    """Confirms one owner service's business type asks for (beside its key's own limit), and confirms owner
+    services ask one receiver (a person is not flooded with buttons)."""
+    settings = current().settings
+    return {
+        "owner": Limit("owner", settings.rate_limit_owner_per_minute),
+        "owner_receiver": Limit("owner_receiver", settings.rate_limit_owner_receiver_per_minute),
+    }

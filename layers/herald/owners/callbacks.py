@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from urllib.parse import urlencode
 
 from herald.clock import Clock, now_ms
-from herald.confirms.businesses import OWNER_REFUSED, BusinessHandler, BusinessRefused
+from herald.confirms.businesses import OWNER_REFUSED, BusinessHandler, BusinessRefused, OwnerSilent
 from herald.confirms.models import Action, Confirm, OwnerFact, OwnerState, view
 from herald.errors import UpstreamError
 from herald.owners.models import Registration
@@ -105,7 +105,7 @@ class RemoteOwner:
         try:
             return self._transport.call(method, url, headers, body if method == "POST" else None)
         except OwnerUnreachable as exc:
-            raise UpstreamError(f"the owner service did not answer: {exc}") from exc
+            raise OwnerSilent(f"the owner service did not answer: {exc}") from exc
 
     @staticmethod
     def _answer(answer: tuple[int, bytes]) -> OwnerFact:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pynamodb.attributes import BooleanAttribute, ListAttribute, UnicodeAttribute, VersionAttribute
-from pynamodb.exceptions import PutError
+from pynamodb.exceptions import DeleteError, PutError
 from pynamodb.models import Model
 
 from herald.confirms.dynamo import ButtonMap
@@ -30,6 +30,7 @@ class RegistrationRow(Model):
     subtypes = string_list()
     buttons = ListAttribute(of=ButtonMap)
     default_expiry_s = IntAttribute()
+    allow_links = BooleanAttribute(null=True)
     enabled = BooleanAttribute()
     secret = UnicodeAttribute()
     previous_secret = UnicodeAttribute(null=True)
@@ -49,6 +50,7 @@ class RegistrationRow(Model):
                 subtypes=frozenset(self.subtypes),
                 buttons=tuple(b.button() for b in self.buttons),
                 default_expiry_s=self.default_expiry_s,
+                allow_links=bool(self.allow_links),
             ),
             secret=self.secret,
             created_at_ms=self.created_at_ms,
@@ -75,6 +77,7 @@ class DynamoRegistrationStore:
             subtypes=sorted(spec.subtypes),
             buttons=[ButtonMap.of(b) for b in spec.buttons],
             default_expiry_s=spec.default_expiry_s,
+            allow_links=spec.allow_links or None,
             enabled=registration.enabled,
             secret=registration.secret,
             previous_secret=registration.previous_secret or None,
@@ -108,6 +111,14 @@ class DynamoRegistrationStore:
                 raise StaleRegistration(current.business_type) from error
             raise
         return new.evolve(version=current.version + 1)
+
+    def delete(self, current: Registration) -> None:
+        try:
+            self._row(current, current.version).delete()  # PynamoDB checks the stored version
+        except DeleteError as error:
+            if condition_failed(error):
+                raise StaleRegistration(current.business_type) from error
+            raise
 
     def all(self, app_code: str | None) -> list[Registration]:
         rows = self._rows.query(app_code, consistent_read=True) if app_code else self._rows.scan(consistent_read=True)

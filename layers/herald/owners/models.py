@@ -17,6 +17,10 @@ MAX_EXPIRY_S = 30 * 86_400
 MAX_SUBTYPES = 32
 MAX_LABEL = 32
 MAX_TEXT = 512
+# The one right that lets a service key register business types and ask for confirms (and cancel them). It is
+# granted only by name: a broader capability (`/internal/v1/confirms`, `/internal/v1`) reads deliveries but never
+# makes its holder an owner service.
+OWNER_CAPABILITY = "/internal/v1/confirms/owner"
 # After a rotation the old secret still signs (beside the new one) this long: the owner deploys the new one.
 ROTATION_OVERLAP_MS = 24 * 3_600_000
 
@@ -30,6 +34,7 @@ class OwnerSpec:
     subtypes: frozenset[str]
     buttons: tuple[Button, ...] = DEFAULT_BUTTONS
     default_expiry_s: int = 7 * 86_400
+    allow_links: bool = False  # whether its confirms' text may hold links and addresses (herald.plain_text)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ def view(registration: Registration) -> dict[str, Any]:
         "subtypes": sorted(spec.subtypes),
         "actions": [button.to_dict() for button in spec.buttons],
         "default_expiry_seconds": spec.default_expiry_s,
+        "allow_links": spec.allow_links,
         "enabled": registration.enabled,
         "created_at_ms": registration.created_at_ms,
         "updated_at_ms": registration.updated_at_ms,

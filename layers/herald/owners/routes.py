@@ -1,5 +1,5 @@
-"""Owner service routes (CONTRACTS §1, owner services; docs/owner-services.md): a service key with the
-capability `/internal/v1/confirms` registers its business types, asks for confirms and withdraws them."""
+"""Owner service routes (docs/owner-services.md): a service key holding the owner capability by name
+(`/internal/v1/confirms/owner`) registers its business types, asks for confirms and withdraws them."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from herald.confirms.models import Action, Button, view
 from herald.confirms.routes import ConfirmView
 from herald.ids import APP_CODE_PATTERN
-from herald.limits.wiring import owner_limit, rate_limiter
 from herald.owners.models import MAX_EXPIRY_S, MAX_TEXT, MIN_EXPIRY_S, OwnerConfirmRequest, OwnerSpec, Registration
 from herald.owners.models import view as registration_view
 from herald.owners.wiring import owner_confirms, registrations
 from herald.web.envelope import PARTNER, SERVICE, Envelope, errors, ok
 from herald.web.input import FreeFormJson
-from herald.web.security import TENANT, CurrentService
+from herald.web.security import TENANT, CurrentOwner
 
 router = APIRouter(prefix="/internal/v1/confirms", tags=[PARTNER])
 
@@ -45,6 +44,9 @@ class RegisterBody(BaseModel):
         default=None, min_length=1, max_length=2, description="default: Reject (secondary), Accept (primary)"
     )
     default_expiry_seconds: int = Field(default=7 * 86_400, ge=MIN_EXPIRY_S, le=MAX_EXPIRY_S, strict=True)
+    allow_links: bool = Field(
+        default=False, strict=True, description="let `message_text` hold links and addresses (default: plain text only)"
+    )
 
 
 class TenantBody(BaseModel):
@@ -62,6 +64,7 @@ class RegistrationView(BaseModel):
     subtypes: list[str]
     actions: list[dict[str, str]]
     default_expiry_seconds: int
+    allow_links: bool
     enabled: bool
     created_at_ms: int
     updated_at_ms: int
@@ -170,7 +173,7 @@ def _view(registration: Registration) -> RegistrationView:
     response_model=Envelope[Registered],
     callbacks=callbacks.routes,
 )
-def register(request: Request, business_type: str, body: RegisterBody, caller: CurrentService) -> Envelope[Registered]:
+def register(request: Request, business_type: str, body: RegisterBody, caller: CurrentOwner) -> Envelope[Registered]:
     """Register a business type for this service (the signing secret is in the answer, once), or change the
     service's own registration (the secret stays). Another service's business type is 409 `business_type_taken`."""
     buttons = tuple(Button(a.action, a.label, a.style) for a in body.actions) if body.actions else None
@@ -179,6 +182,7 @@ def register(request: Request, business_type: str, body: RegisterBody, caller: C
         fact_url=body.fact_url,
         subtypes=frozenset(body.subtypes),
         default_expiry_s=body.default_expiry_seconds,
+        allow_links=body.allow_links,
         **({"buttons": buttons} if buttons else {}),
     )
     registration, secret = registrations().register(
@@ -192,9 +196,7 @@ def register(request: Request, business_type: str, body: RegisterBody, caller: C
     responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND", "CONFLICT"),
     response_model=Envelope[Registered],
 )
-def rotate_secret(
-    request: Request, business_type: str, body: TenantBody, caller: CurrentService
-) -> Envelope[Registered]:
+def rotate_secret(request: Request, business_type: str, body: TenantBody, caller: CurrentOwner) -> Envelope[Registered]:
     """A new signing secret, shown once; callbacks carry signatures by both secrets for 24 hours."""
     registration, secret = registrations().rotate_secret(caller.service_id, caller.tenant(body.app_code), business_type)
     return ok(request, Registered(registration=_view(registration), signing_secret=secret))
@@ -203,7 +205,7 @@ def rotate_secret(
 @router.get("/owners", responses=errors(*SERVICE, "INVALID_ARGUMENT"), response_model=Envelope[RegistrationItems])
 def list_registrations(
     request: Request,
-    caller: CurrentService,
+    caller: CurrentOwner,
     app_code: Annotated[str | None, Query(pattern=APP_CODE_PATTERN, description=TENANT)] = None,
 ) -> Envelope[RegistrationItems]:
     """This service's own registrations in the tenant."""
@@ -216,10 +218,9 @@ def list_registrations(
     responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND", "CONFLICT"),
     response_model=Envelope[ConfirmView],
 )
-def create_confirm(request: Request, body: CreateConfirmBody, caller: CurrentService) -> Envelope[ConfirmView]:
+def create_confirm(request: Request, body: CreateConfirmBody, caller: CurrentOwner) -> Envelope[ConfirmView]:
     """One confirm, and one IM push to its receiver, per `source_event_id` however often it is retried."""
     app_code = caller.tenant(body.app_code)
-    rate_limiter().check(owner_limit(), f"{app_code}#{body.business_type}")
     ask = OwnerConfirmRequest(
         business_type=body.business_type,
         business_subtype=body.business_subtype,
@@ -240,7 +241,7 @@ def create_confirm(request: Request, body: CreateConfirmBody, caller: CurrentSer
     responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND", "CONFLICT"),
     response_model=Envelope[ConfirmView],
 )
-def cancel_confirm(request: Request, body: CancelBody, caller: CurrentService) -> Envelope[ConfirmView]:
+def cancel_confirm(request: Request, body: CancelBody, caller: CurrentOwner) -> Envelope[ConfirmView]:
     """The owner withdrew the thing: its pending confirm becomes `cancelled` (both parties' buttons grey);
     409 `processing` while the receiver's action is with the owner, 409 `<status>` once it ended otherwise."""
     app_code = caller.tenant(body.app_code)

@@ -1,8 +1,10 @@
 """Registering owner services and taking their confirms, independent of DynamoDB, HTTP and the network.
 
 A business type belongs to the service that registered it in a tenant: only that service changes it, asks
-for its confirms or cancels them (another service gets 404, as if it did not exist). Operators list and
-disable registrations. A disabled owner gets no callbacks and may create no confirms; its open confirms wait.
+for its confirms or cancels them (another service gets 404, as if it did not exist, and spends none of the
+owner's limits). Operators list, disable, release (free a squatted type) and transfer registrations. A
+disabled owner gets no callbacks and may create no confirms; its open confirms wait. What an owner asks a
+person is plain text (`herald.plain_text`): no links unless its registration allows them.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from herald.owners.models import (
     StaleRegistration,
 )
 from herald.owners.signing import new_secret
+from herald.plain_text import plain_text_problem
 
 SOURCE_PREFIX = "owner:"
 _STYLES = ("primary", "secondary", "danger")
@@ -53,6 +56,17 @@ class RegistrationStore(Protocol):
         """A tenant's registrations (every tenant's for None), by business type."""
         ...
 
+    def delete(self, current: Registration) -> None:
+        """Remove it if it is still `current` (its version); else StaleRegistration."""
+        ...
+
+
+class Admission(Protocol):
+    def check(self, limit: str, subject: str) -> None:
+        """Count one request of `subject` against the named limit (`owner`, `owner_receiver`); raises
+        RateLimited when it is over."""
+        ...
+
 
 def check_buttons(buttons: tuple[Button, ...]) -> tuple[Button, ...]:
     actions = [button.action for button in buttons]
@@ -61,6 +75,9 @@ def check_buttons(buttons: tuple[Button, ...]) -> tuple[Button, ...]:
     for button in buttons:
         if button.style not in _STYLES or not _LABEL.fullmatch(button.label):
             raise InvalidArgument(f"actions: a label is 1-{MAX_LABEL} characters, a style one of {', '.join(_STYLES)}")
+        problem = plain_text_problem(button.label)
+        if problem:
+            raise InvalidArgument(f"actions: a label {problem}", reason="text_not_plain")
     return buttons
 
 
@@ -111,10 +128,40 @@ class Registrations:
 
     def set_enabled(self, app_code: str, business_type: str, enabled: bool) -> Registration:
         """Operators: stop (or resume) an owner's callbacks and new confirms."""
+        return self._change(self._operated(app_code, business_type), enabled=enabled, updated_at_ms=self._clock())
+
+    def release(self, app_code: str, business_type: str) -> Registration:
+        """Operators: free a business type (a squatted one, say) for any service to register anew. Its open
+        confirms wait, as a disabled owner's do, until a new owner registers the type and answers for them."""
+        current = self._operated(app_code, business_type)
+        try:
+            self._store.delete(current)
+        except StaleRegistration as exc:
+            raise Conflict("the registration changed meanwhile; retry", reason="changed") from exc
+        return current
+
+    def transfer(self, app_code: str, business_type: str, to_service_id: str) -> tuple[Registration, str]:
+        """Operators: give a business type to another service. The new secret (returned once, for the new
+        owner) replaces every old one at once, and the registration is disabled: the old owner's URLs must not
+        be called on the new owner's behalf. The new owner registers its URLs, then an operator enables it."""
+        current = self._operated(app_code, business_type)
+        secret = new_secret()
+        moved = self._change(
+            current,
+            service_id=to_service_id,
+            secret=secret,
+            previous_secret="",
+            previous_secret_until_ms=0,
+            enabled=False,
+            updated_at_ms=self._clock(),
+        )
+        return moved, secret
+
+    def _operated(self, app_code: str, business_type: str) -> Registration:
         current = self._store.get(app_code, business_type)
         if current is None:
             raise NotFound("no such registration")
-        return self._change(current, enabled=enabled, updated_at_ms=self._clock())
+        return current
 
     def owned(self, service_id: str, app_code: str, business_type: str) -> Registration:
         """The caller's own registration; another service's is as absent as a missing one."""
@@ -155,16 +202,22 @@ class Registrations:
 class OwnerConfirms:
     """Confirms an owner service asks for and withdraws, through the one confirm state machine."""
 
-    def __init__(self, registrations: Registrations, confirms: Confirms, clock: Clock = now_ms) -> None:
+    def __init__(
+        self, registrations: Registrations, confirms: Confirms, admission: Admission, clock: Clock = now_ms
+    ) -> None:
         self._registrations = registrations
         self._confirms = confirms
+        self._admission = admission
         self._clock = clock
 
     def create(self, service_id: str, app_code: str, ask: OwnerConfirmRequest) -> Confirm:
-        """Exactly one confirm (and so one IM push) per `source_event_id`, however often it is retried."""
+        """Exactly one confirm (and so one IM push) per `source_event_id`, however often it is retried. Only
+        the owner's own requests count against its business type's limit (ownership is checked first), and
+        each receiver is asked at most so often by owner services."""
         registration = self._registrations.owned(service_id, app_code, ask.business_type)
         if not registration.enabled:
             raise Conflict("this business type is disabled by an operator", reason="owner_disabled")
+        self._admission.check("owner", f"{app_code}#{ask.business_type}")
         spec, now = registration.spec, self._clock()
         if ask.business_subtype not in spec.subtypes:
             raise InvalidArgument("business_subtype is not one this business type registered")
@@ -177,6 +230,9 @@ class OwnerConfirms:
             raise InvalidArgument("the receiver must be another user than the sender")
         if not 1 <= len(ask.message_text) <= MAX_TEXT:
             raise InvalidArgument(f"message_text must be 1-{MAX_TEXT} characters")
+        problem = plain_text_problem(ask.message_text, links_allowed=spec.allow_links)
+        if problem:
+            raise InvalidArgument(f"message_text {problem}", reason="text_not_plain")
         offered = {str(button.action): button for button in spec.buttons}
         if not set(ask.actions) <= set(offered):
             raise InvalidArgument(f"actions must be among the registered ones: {', '.join(offered)}")
@@ -184,6 +240,7 @@ class OwnerConfirms:
         expire_at_ms = ask.expire_at_ms if ask.expire_at_ms is not None else now + spec.default_expiry_s * 1000
         if not now < expire_at_ms <= now + MAX_EXPIRY_S * 1000:
             raise InvalidArgument(f"expire_at_ms must be in the future, at most {MAX_EXPIRY_S // 86_400} days away")
+        self._admission.check("owner_receiver", f"{app_code}#{ask.receiver_user_id}")
         return self._confirms.project(
             ConfirmDraft(
                 app_code=app_code,

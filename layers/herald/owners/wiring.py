@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from herald.container import Container, part
+from herald.limits.service import RateLimiter
+from herald.limits.wiring import owner_limits, rate_limiter
 from herald.owners.addresses import UrlPolicy
 from herald.owners.dynamo import DynamoRegistrationStore
 
@@ -36,7 +38,8 @@ def registered_owners(c: Container) -> RegisteredOwners:
     from herald.owners.callbacks import RegisteredOwners
     from herald.providers.owner_http import GuardedTransport
 
-    return RegisteredOwners(registration_store(c), GuardedTransport(url_policy(c)), clock=c.clock)
+    transport = GuardedTransport(url_policy(c), total_s=c.settings.owner_call_total_ms / 1000)
+    return RegisteredOwners(registration_store(c), transport, clock=c.clock)
 
 
 @part
@@ -52,4 +55,14 @@ def owner_confirms(c: Container) -> OwnerConfirms:
     from herald.confirms.wiring import confirms
     from herald.owners.service import OwnerConfirms
 
-    return OwnerConfirms(registrations(c), confirms(c), clock=c.clock)
+    return OwnerConfirms(registrations(c), confirms(c), OwnerAdmission(rate_limiter(c)), clock=c.clock)
+
+
+class OwnerAdmission:
+    """The owner limits, kept by the shared rate limiter: per business type, and per receiver."""
+
+    def __init__(self, limiter: RateLimiter) -> None:
+        self._limiter = limiter
+
+    def check(self, limit: str, subject: str) -> None:
+        self._limiter.check(owner_limits()[limit], subject)

@@ -1,17 +1,22 @@
-"""Calls to owner services' callback URLs, guarded against server-side request forgery.
+"""Calls to owner services' callback URLs, guarded against server-side request forgery and slow owners.
 
 The host is resolved once per call and every address checked (`herald.owners.addresses`); the connection
 then goes to a checked address, with the URL's host name for the Host header and TLS (SNI and certificate),
 so a name cannot resolve to a public address for the check and a private one for the call. No redirect is
-followed, both timeouts are bounded and an answer larger than `max_answer_bytes` is not read.
+followed and an answer larger than `max_answer_bytes` is not read.
+
+Each call has a *total* deadline, connect to last byte: a socket timeout bounds one read only, so an owner
+dripping a byte a second would hold a call (and the janitor or a receiver's click behind it) for as long as
+it likes. A watchdog shuts the socket down when the deadline passes, whatever the call is waiting for.
 """
 
 from __future__ import annotations
 
+import http.client
 import socket
+import ssl
 import threading
-
-import urllib3
+from types import TracebackType
 
 from herald import budgets
 from herald.owners.addresses import ForbiddenUrl, Target, UrlPolicy
@@ -22,17 +27,67 @@ class SocketResolver:
     def addresses(self, host: str, port: int) -> list[str]:
         try:
             found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError) as exc:
-            raise ForbiddenUrl(f"the callback host does not resolve ({exc})") from exc
+        except (OSError, UnicodeError, ValueError) as exc:
+            raise ForbiddenUrl(f"the callback host does not resolve ({type(exc).__name__})") from exc
         return list(dict.fromkeys(str(entry[4][0]) for entry in found))
 
 
+class _PinnedConnection(http.client.HTTPConnection):
+    """An HTTP(S) connection to one checked address, speaking to the URL's host name."""
+
+    def __init__(self, target: Target, address: str, connect_s: float, total_s: float, tls: ssl.SSLContext) -> None:
+        super().__init__(target.host, target.port, timeout=total_s)
+        self._address = address
+        self._connect_s = connect_s
+        self._tls = tls if target.scheme == "https" else None
+        self._server_name = target.host
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), timeout=self._connect_s)
+        sock.settimeout(self.timeout)
+        self.sock = self._tls.wrap_socket(sock, server_hostname=self._server_name) if self._tls else sock
+
+
+class _Watchdog:
+    """Shuts the connection's socket down at the deadline, so no wait inside the call outlives it."""
+
+    def __init__(self, connection: _PinnedConnection, seconds: float) -> None:
+        self.fired = False
+        self._connection = connection
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired = True
+        sock = self._connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                return  # closed already
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._timer.cancel()
+        self._connection.close()
+
+
 class GuardedTransport:
-    def __init__(self, urls: UrlPolicy, max_answer_bytes: int = 64 * 1024) -> None:
+    def __init__(
+        self,
+        urls: UrlPolicy,
+        max_answer_bytes: int = 64 * 1024,
+        total_s: float = budgets.OWNER_CALL_TOTAL_S,
+        connect_s: float = budgets.PROVIDER_CONNECT_S,
+    ) -> None:
         self._urls = urls
         self._max = max_answer_bytes
-        self._pools: dict[tuple[str, str, int, str], urllib3.HTTPConnectionPool] = {}
-        self._lock = threading.Lock()
+        self._total_s = total_s
+        self._connect_s = min(connect_s, total_s)
+        self._tls = ssl.create_default_context()
 
     def call(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> tuple[int, bytes]:
         try:
@@ -40,39 +95,24 @@ class GuardedTransport:
             target, addresses = self._urls.resolve(url)
         except (ForbiddenUrl, budgets.OutOfTime) as exc:
             raise OwnerUnreachable(str(exc)) from exc
+        connection = _PinnedConnection(target, addresses[0], self._connect_s, self._total_s, self._tls)
         default_port = 443 if target.scheme == "https" else 80
         host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
+        if ":" in target.host:
+            host_header = f"[{target.host}]" + ("" if target.port == default_port else f":{target.port}")
+        sent = {**headers, "host": host_header, "user-agent": "Herald-Confirms/1", "connection": "close"}
+        watchdog = _Watchdog(connection, self._total_s)
         try:
-            response = self._pool(target, addresses[0]).urlopen(
-                method,
-                target.path,
-                body=body,
-                headers={**headers, "host": host_header, "user-agent": "Herald-Confirms/1"},
-                retries=False,
-                redirect=False,
-                preload_content=False,
-                timeout=urllib3.Timeout(connect=budgets.PROVIDER_CONNECT_S, read=budgets.PROVIDER_READ_S),
-            )
-            try:
+            with watchdog:
+                connection.request(method, target.path, body=body, headers=sent)
+                response = connection.getresponse()
                 answer = response.read(self._max + 1)
-            finally:
-                response.release_conn()
-        except urllib3.exceptions.HTTPError as exc:
+        except Exception as exc:  # any way a call can fail in transit is the owner not answering, never a 500
+            if watchdog.fired:
+                raise OwnerUnreachable(f"{method}: no whole answer within {self._total_s:g} s") from exc
             raise OwnerUnreachable(f"{method} failed: {type(exc).__name__}") from exc
+        if watchdog.fired:
+            raise OwnerUnreachable(f"{method}: no whole answer within {self._total_s:g} s")
         if len(answer) > self._max:
             raise OwnerUnreachable(f"the answer is larger than {self._max} bytes")
         return response.status, answer
-
-    def _pool(self, target: Target, address: str) -> urllib3.HTTPConnectionPool:
-        key = (target.scheme, address, target.port, target.host)
-        with self._lock:
-            pool = self._pools.get(key)
-            if pool is None:
-                if target.scheme == "https":
-                    pool = urllib3.HTTPSConnectionPool(
-                        address, target.port, maxsize=4, server_hostname=target.host, assert_hostname=target.host
-                    )
-                else:
-                    pool = urllib3.HTTPConnectionPool(address, target.port, maxsize=4)
-                self._pools[key] = pool
-            return pool

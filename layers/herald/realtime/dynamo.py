@@ -72,6 +72,12 @@ class DynamoConnectionRegistry:
     def remove(self, connection_id: str) -> None:
         self._rows(connection_id=connection_id).delete()
 
+    def get(self, connection_id: str) -> Connection | None:
+        try:
+            return self._rows.get(connection_id).connection()
+        except self._rows.DoesNotExist:
+            return None
+
     def for_user(self, app_code: str, user_id: str) -> list[Connection]:
         return [row.connection() for row in self._rows.by_user.query(_user_key(app_code, user_id))]
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from herald.auth.tokens import JwtVerifier
-from herald.errors import HeraldError
+from herald.errors import HeraldError, RateLimited
 from herald.observability import logger
 from herald.realtime.service import Realtime
 
@@ -26,7 +26,11 @@ def handle_websocket_event(event: dict[str, Any], verifier: JwtVerifier, realtim
         except HeraldError as exc:
             logger.info("websocket connect refused", code=exc.code)
             return _response(401, "Unauthorized")
-        realtime.connect(connection_id, principal)
+        try:
+            realtime.connect(connection_id, principal)
+        except RateLimited:
+            logger.info("websocket connect refused", code="RATE_LIMITED", user_id=principal.user_id)
+            return _response(429, "Too Many Requests")
         logger.info("websocket connected", connection_id=connection_id, user_id=principal.user_id)
         return _response(200)
     if route == "$disconnect":
@@ -36,13 +40,27 @@ def handle_websocket_event(event: dict[str, Any], verifier: JwtVerifier, realtim
 
 
 def _default_route(event: dict[str, Any], connection_id: str, realtime: Realtime) -> dict[str, Any]:
-    """Clients only listen; the one message they may send is a ping, answered with a pong."""
+    """Clients only listen; the one message they may send is a ping, answered with a pong. Any other frame,
+    however malformed (binary, not JSON, a number past Python's digit limit, nested too deep), gets an error
+    frame and the connection stays open."""
     try:
-        message = json.loads(event.get("body") or "{}")
-    except json.JSONDecodeError:
-        message = None
+        realtime.admit_frame(connection_id)
+    except RateLimited as exc:
+        realtime.send(connection_id, {"type": "error", "code": exc.code, "message": exc.message})
+        return _response(200)
+    message = _frame(event)
     if isinstance(message, dict) and message.get("action") == "ping":
         realtime.send(connection_id, {"type": "pong"})
         return _response(200)
-    realtime.send(connection_id, {"type": "error", "code": "INVALID_ARGUMENT", "message": "unknown action"})
+    problem = "unknown action" if isinstance(message, dict) else "a frame is a JSON object as text"
+    realtime.send(connection_id, {"type": "error", "code": "INVALID_ARGUMENT", "message": problem})
     return _response(200)
+
+
+def _frame(event: dict[str, Any]) -> Any:
+    if event.get("isBase64Encoded"):
+        return None
+    try:
+        return json.loads(event.get("body") or "{}")
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; so is int's digit limit
+        return None

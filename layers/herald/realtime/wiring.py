@@ -2,8 +2,20 @@
 
 from herald.container import Container, part
 from herald.errors import ConfigurationError
+from herald.limits.service import RateLimiter
+from herald.limits.wiring import rate_limiter, user_limit
 from herald.realtime.dynamo import ApiGatewayPusher, DynamoConnectionRegistry
 from herald.realtime.service import Realtime
+
+
+class UserRateLimit:
+    """A WebSocket connect or frame counts as one request of the user, as an HTTP request does."""
+
+    def __init__(self, limiter: RateLimiter) -> None:
+        self._limiter = limiter
+
+    def check(self, app_code: str, user_id: str) -> None:
+        self._limiter.check(user_limit(), f"{app_code}#{user_id}")
 
 
 @part
@@ -15,4 +27,7 @@ def realtime(c: Container) -> Realtime:
         DynamoConnectionRegistry(settings.connections_table, c.clients.dynamodb),
         ApiGatewayPusher(settings.ws_management_endpoint),
         ttl_seconds=settings.ws_connection_ttl_seconds,
+        admission=UserRateLimit(rate_limiter(c)),
+        max_per_user=settings.ws_max_connections_per_user,
+        clock=c.clock,
     )

@@ -28,6 +28,7 @@ from pynamodb.models import Model
 from herald.clock import now_ms
 from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, string_list
 from herald.turns.models import (
+    MAX_EVENT_SEQ,
     AgentTurns,
     Change,
     EventType,
@@ -50,7 +51,6 @@ SESSION = "SESSION"
 AGENT_ITEM = "agent"
 EVENT_ITEM = "event"
 DUE_SHARDS = 8  # the janitor's index is spread over this many partition keys
-_LAST_EVENT = 10**12 - 1
 
 
 class ByDue(GlobalSecondaryIndex[Any]):
@@ -226,7 +226,7 @@ class DynamoTurnStore:
     def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
         rows = self._events.query(
             session_pk(app_code, session_id),
-            self._events.sk.between(event_sk(after_seq + 1), event_sk(_LAST_EVENT)),
+            self._events.sk.between(event_sk(after_seq + 1), event_sk(MAX_EVENT_SEQ)),
             consistent_read=True,
             limit=limit,
             page_size=limit,

@@ -21,6 +21,8 @@ from enum import StrEnum
 from typing import Any
 
 QUEUE_LIMIT = 10
+# A session's event numbers are 12 digits (they sort as text in the table's sort key): the last one there is.
+MAX_EVENT_SEQ = 10**12 - 1
 
 ROLE_RANK = {"viewer": 0, "developer": 1, "admin": 2, "owner": 3}
 CONVERSING_ROLE = "developer"  # the lowest role that may talk to agents (and cancel its own messages)

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from herald.ids import APP_CODE_PATTERN
-from herald.turns.models import ROLE_RANK, AgentTurns, SessionStatus
+from herald.turns.models import MAX_EVENT_SEQ, ROLE_RANK, AgentTurns, SessionStatus
 from herald.turns.service import EngineCaller
 from herald.turns.wiring import turn_service
 from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, SERVICE, Envelope, errors, ok
@@ -160,7 +160,7 @@ def list_events(
     request: Request,
     session_id: SessionId,
     principal: CurrentPrincipal,
-    after_seq: Annotated[int, Query(ge=0)] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=MAX_EVENT_SEQ)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_EVENTS)] = 100,
 ) -> Envelope[EventsOut]:
     events = turn_service().events(principal, session_id, after_seq, limit)

@@ -13,10 +13,11 @@ from typing import Protocol, TypeVar
 
 from herald.auth.models import Principal
 from herald.clock import Clock, now_ms
-from herald.errors import Conflict, NotFound, PermissionDenied, RateLimited
+from herald.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, RateLimited
 from herald.ids import new_id
 from herald.retry import with_backoff
 from herald.turns.models import (
+    MAX_EVENT_SEQ,
     TURN_TRANSITIONS,
     AgentTurns,
     Arrival,
@@ -209,7 +210,11 @@ class TurnService:
         self._decided(decide)
 
     def events(self, caller: Principal, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
+        if not 0 <= after_seq <= MAX_EVENT_SEQ:
+            raise InvalidArgument(f"after_seq must be between 0 and {MAX_EVENT_SEQ}")
         self._member_session(caller, session_id)
+        if after_seq == MAX_EVENT_SEQ:
+            return []  # no event can follow the last number
         return self._store.events(caller.app_code, session_id, after_seq, limit)
 
     # ------------------------------------------------------------------ engine side

@@ -11,8 +11,9 @@ from herald.auth.models import Principal, ServiceCaller
 from herald.auth.tokens import principal_from_claims
 from herald.auth.wiring import jwt_verifier, service_keys
 from herald.container import current
-from herald.errors import Unauthorized
+from herald.errors import PermissionDenied, Unauthorized
 from herald.limits.wiring import key_limit, rate_limiter, user_limit
+from herald.owners.models import OWNER_CAPABILITY
 
 # How a service route documents its `app_code`.
 TENANT = "the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)"
@@ -53,5 +54,24 @@ def current_service(request: Request) -> ServiceCaller:
     return caller
 
 
+def current_owner(request: Request) -> ServiceCaller:
+    """An owner service: a key holding the owner capability by name (a broader prefix does not grant it)."""
+    caller = service_keys().authenticate(_bearer(request), OWNER_CAPABILITY)
+    if OWNER_CAPABILITY not in caller.capabilities:
+        raise PermissionDenied(f"owner routes need a key created with the capability {OWNER_CAPABILITY}")
+    rate_limiter().check(key_limit(), caller.key_id)
+    return caller
+
+
+def current_reader_or_owner(request: Request) -> ServiceCaller:
+    """A key with the route's capability, or an owner service's key (which the route limits to its own)."""
+    try:
+        return current_service(request)
+    except PermissionDenied:
+        return current_owner(request)
+
+
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 CurrentService = Annotated[ServiceCaller, Depends(current_service)]
+CurrentOwner = Annotated[ServiceCaller, Depends(current_owner)]
+CurrentReaderOrOwner = Annotated[ServiceCaller, Depends(current_reader_or_owner)]
