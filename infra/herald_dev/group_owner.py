@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from herald.owners.signing import InvalidSignature, verify
+from herald.owners.signing import InvalidSignature, get_content, verify
 from herald_client import HeraldError, ServiceClient
 from herald_dev.fakes._server import LoopbackServer, Request, Response
 
@@ -126,7 +126,8 @@ class SampleGroupOwner:
         with self._lock:
             secret = self._secret
         try:
-            verify(secret, request.headers, request.body, now_s=int(time.time()))
+            signed = request.body if request.method == "POST" else get_content(request.target)
+            verify(secret, request.headers, signed, now_s=int(time.time()))
         except InvalidSignature as exc:
             log.warning("refused a request that Herald did not sign: %s", exc)
             return 401, {"error": "bad signature"}, JSON

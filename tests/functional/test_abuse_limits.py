@@ -242,4 +242,6 @@ def test_the_python_sdk_honours_retry_after_and_its_retry_gets_through(
     client = ServiceClient("http://testserver", key, http=api, sleep=sleep)
     for n in range(3):
         assert client.notify("10002", "QUESTION_PENDING", "s", f"t{n}", f"Q{n}")["created"] is True
-    assert len(slept) == 1 and 1 <= slept[0] <= 60  # the third call met the limit once, slept, got through
+    # the third call met the limit once, slept, got through; the window slides, so the wait may reach into the
+    # next minute (2 a minute: half of it, until the two carried hits weigh one) - tests/unit/test_rate_limits.py
+    assert len(slept) == 1 and 1 <= slept[0] <= 90

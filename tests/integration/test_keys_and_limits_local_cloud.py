@@ -78,3 +78,28 @@ def test_limiters_in_many_instances_let_exactly_the_limit_through_on_the_real_en
     with ThreadPoolExecutor(max_workers=5) as pool:
         allowed = sum(pool.map(instance_hits, range(5)))
     assert allowed == 20
+
+
+def test_the_sliding_window_holds_across_a_minute_boundary_on_the_real_engine(cloud: LocalCloudProcess) -> None:
+    """Fixed windows let the limit through on each side of a clock minute; the sliding one about once."""
+    table, limit = cloud.resource("RateLimitsTable"), Limit("test", per_window=20)
+    subject, now = f"edge-{time.time_ns()}", [1_800_000_000_000 + 59_000]
+
+    def instance_hits(_: int) -> int:
+        limiter = RateLimiter(DynamoCounter(table, cloud.client("dynamodb")), clock=lambda: now[0])
+        allowed = 0
+        for _ in range(10):
+            try:
+                limiter.check(limit, subject)
+                allowed += 1
+            except RateLimited:
+                pass
+        return allowed
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        before = sum(pool.map(instance_hits, range(4)))
+        now[0] += 1_500  # 0.5 s into the next minute
+        after = sum(pool.map(instance_hits, range(4)))
+        now[0] += 30_000
+        halfway = sum(pool.map(instance_hits, range(4)))
+    assert (before, after, halfway) == (20, 0, 10)

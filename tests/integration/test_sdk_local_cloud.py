@@ -209,7 +209,7 @@ def test_a_429_from_the_limiter_is_waited_out_as_retry_after_says_and_the_same_p
         assert posted["status"] == "accepted" and posted["duplicate"] is False
     waited = time.monotonic() - started
     assert recorder.statuses == [202, 202, 429, 202]  # the third post met the limit once, then got through
-    assert len(slept) == 1 and 1 <= slept[0] <= 60 and waited >= slept[0]
+    assert len(slept) == 1 and 1 <= slept[0] <= 90 and waited >= slept[0]  # the window slides: up to 1.5 minutes
 
     def three_cards() -> None:
         cards = httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages").json()

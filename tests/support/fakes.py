@@ -59,6 +59,26 @@ class InMemoryConnectionRegistry:
         return [c for c in self.connections.values() if (c.app_code, c.user_id) == (app_code, user_id)]
 
 
+class InMemoryCounter:
+    """The rate limiter's counter in memory, counting its conditional writes and reads."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, int] = {}
+        self.writes = 0
+        self.reads = 0
+
+    def hit(self, bucket: str, limit: int, expires_at_s: int) -> bool:
+        self.writes += 1
+        if self.hits.get(bucket, 0) >= limit:
+            return False
+        self.hits[bucket] = self.hits.get(bucket, 0) + 1
+        return True
+
+    def count(self, bucket: str) -> int:
+        self.reads += 1
+        return self.hits.get(bucket, 0)
+
+
 class InMemoryUserAdmission:
     """The user rate limit in memory: `limit` requests per user in all (None: no limit)."""
 

@@ -98,7 +98,10 @@ class LoopbackOwner:
 
     def _handle(self, request: Request) -> Response:
         headers = request.headers
-        verified = bool(self.secret) and signed_by(self.secret, headers, request.body)
+        signed = (
+            request.body if request.method == "POST" else f"GET {request.target}".encode()
+        )  # the spec'd GET content
+        verified = bool(self.secret) and signed_by(self.secret, headers, signed)
         body = request.json() if request.method == "POST" else None
         call = Call(request.method, request.path, headers, body, request.query, verified)
         with self._lock:

@@ -208,6 +208,30 @@ def test_the_fact_is_a_signed_get_by_business_id() -> None:
     assert "webhook-signature" in request["headers"]
 
 
+def test_a_fact_requests_signature_covers_its_method_path_and_query() -> None:
+    """Regression: a GET was signed over an empty body, so a captured one replayed with any business_id."""
+    secret = new_secret()
+    remote, transport = owner((200, b'{"state":"pending"}'), secret=secret)
+    remote.fact(confirm())
+    (request,) = transport.sent
+    target = request["url"].removeprefix("https://owner.example.com")
+    assert target.startswith("/fact?v=1&")
+    signed = f"GET {target}".encode()
+    assert spec_signature(secret, request["headers"]["webhook-id"], NOW_MS // 1000, signed) == (
+        request["headers"]["webhook-signature"]
+    )
+    assert verify(secret, request["headers"], signed, now_s=NOW_MS // 1000)
+    for replayed in (
+        target.replace("business_id=g-1", "business_id=g-2"),
+        target.replace("/fact", "/other"),
+        target + "&x=1",
+    ):
+        with pytest.raises(InvalidSignature):
+            verify(secret, request["headers"], f"GET {replayed}".encode(), now_s=NOW_MS // 1000)
+    with pytest.raises(InvalidSignature):
+        verify(secret, request["headers"], b"", now_s=NOW_MS // 1000)  # the old, empty content
+
+
 @pytest.mark.parametrize(
     ("answer", "reason"),
     [

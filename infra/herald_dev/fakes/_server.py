@@ -13,9 +13,12 @@ from urllib.parse import parse_qs, urlsplit
 
 
 class Request:
-    def __init__(self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> None:
+    def __init__(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes, target: str = ""
+    ) -> None:
         self.method = method
         self.path = path
+        self.target = target or path  # the request line's path and query, as sent
         self.query = query
         self.headers = headers
         self.body = body
@@ -66,7 +69,9 @@ class LoopbackServer:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                status, payload, content_type = server._handle(Request(self.command, parts.path, query, headers, body))
+                status, payload, content_type = server._handle(
+                    Request(self.command, parts.path, query, headers, body, self.path)
+                )
                 if isinstance(payload, Dribble):
                     self._dribble(status, payload, content_type)
                     return

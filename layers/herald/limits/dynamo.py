@@ -1,4 +1,5 @@
-"""DynamoDB counter for the rate limiter: one item a window, incremented only while below the limit."""
+"""DynamoDB counter for the rate limiter: one item a window, incremented only while below the limit, and read
+(strongly) once closed, for the sliding window's estimate."""
 
 from __future__ import annotations
 
@@ -41,3 +42,9 @@ class DynamoCounter:
                 return False
             raise
         return True
+
+    def count(self, bucket: str) -> int:
+        try:
+            return int(self._rows.get(bucket, consistent_read=True).hits or 0)
+        except self._rows.DoesNotExist:
+            return 0

@@ -53,8 +53,14 @@ def parse(url: str, *, https_only: bool) -> Target:
         raise ForbiddenUrl("a callback URL names a host, without credentials")
     if parts.fragment or not url.isprintable() or any(ch.isspace() for ch in url):
         raise ForbiddenUrl("a callback URL has no fragment, no whitespace and no control character")
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return Target(parts.scheme, host_name(parts.hostname), port or (443 if parts.scheme == "https" else 80), path)
+    host = host_name(parts.hostname)
+    return Target(parts.scheme, host, port or (443 if parts.scheme == "https" else 80), request_target(url))
+
+
+def request_target(url: str) -> str:
+    """The request line's target for `url`: its path (at least `/`) and query, as sent on the wire."""
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def host_name(host: str) -> str:

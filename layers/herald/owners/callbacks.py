@@ -18,8 +18,9 @@ from herald.clock import Clock, now_ms
 from herald.confirms.businesses import OWNER_REFUSED, BusinessHandler, BusinessRefused, OwnerSilent
 from herald.confirms.models import Action, Confirm, OwnerFact, OwnerState, view
 from herald.errors import UpstreamError
+from herald.owners.addresses import request_target
 from herald.owners.models import Registration
-from herald.owners.signing import sign
+from herald.owners.signing import get_content, sign
 
 ACTION = "confirm.action"
 EXPIRE = "confirm.expire"
@@ -99,7 +100,8 @@ class RemoteOwner:
         if not registration.enabled:
             raise UpstreamError("the owner service of this confirm is disabled by an operator")
         now = self._clock()
-        headers = sign(registration.secrets_at(now), msg_id, now // 1000, body)
+        signed = body if method == "POST" else get_content(request_target(url))
+        headers = sign(registration.secrets_at(now), msg_id, now // 1000, signed)
         if method == "POST":
             headers["content-type"] = "application/json"
         try:

@@ -1,6 +1,10 @@
 """Standard Webhooks signatures (https://www.standardwebhooks.com): what Herald's callbacks carry and what an
 owner service checks. The signed content is `<webhook-id>.<webhook-timestamp>.<body>`, its HMAC-SHA256 under
-the secret's bytes goes in `webhook-signature` as `v1,<base64>`, one per live secret, space-separated."""
+the secret's bytes goes in `webhook-signature` as `v1,<base64>`, one per live secret, space-separated.
+
+A GET has no body to sign, so a captured one could be replayed with another query: for a GET the signed
+content's body is the request line's method and target, `GET <path>?<query>`, exactly as sent (`get_content`).
+A Standard Webhooks verifier checks it unchanged, given that string as the body."""
 
 from __future__ import annotations
 
@@ -20,6 +24,11 @@ class InvalidSignature(Exception):
 
 def new_secret() -> str:
     return PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def get_content(target: str) -> bytes:
+    """What a signed GET's signature covers in place of a body: its method and its target (path and query)."""
+    return f"GET {target}".encode()
 
 
 def _key(secret: str) -> bytes:
