@@ -133,9 +133,20 @@ def cmd_console(args: argparse.Namespace) -> int:
 
     from herald_dev.console.app import create_console
 
+    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    if not loopback:
+        print(
+            f"warning: --host {args.host} lets other machines reach the console, which acts with your credentials"
+            f" ({'the AWS profile of the stack' if args.stack else 'minting any user token'}).",
+            file=sys.stderr,
+        )
+        if not args.allow_non_loopback:
+            print("error: pass --allow-non-loopback to serve it there anyway", file=sys.stderr)
+            return 2
     stack = Stack(args.stack, args.profile, args.region, Path(args.state_file), DEFAULT_TEMPLATE)
     print(f"Herald console on http://{args.host}:{args.port}/ ({args.stack or 'the local cloud'})")
-    uvicorn.run(create_console(stack), host=args.host, port=args.port, log_level="warning")
+    app = create_console(stack, extra_host=None if loopback else args.host)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 
@@ -163,6 +174,11 @@ def _state_file_option(parser: argparse.ArgumentParser) -> None:
 
 def _console_parser(console: argparse.ArgumentParser) -> None:
     console.add_argument("--host", default="127.0.0.1", help="loopback: the console acts with your credentials")
+    console.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="let --host be an address other machines reach (anyone who reaches it acts as you)",
+    )
     console.add_argument("--port", type=int, default=_int_env("HERALD_CONSOLE_PORT", 8093))
     console.add_argument("--stack", help="a deployed stack (Operate only; default: the running local cloud)")
     console.add_argument("--profile")

@@ -406,7 +406,7 @@ class LocalCloud:
     def console_url(self) -> str | None:
         if self.config.console_port < 0 or self.config.state_file is None:
             return None
-        return f"http://{self.config.host}:{self.config.console_port}"
+        return f"http://127.0.0.1:{self.config.console_port}"
 
     def _console_config(self, state_file: Path) -> uvicorn.Config:
         """The console beside the local cloud, reading it through its state file as `herald console` does."""
@@ -416,8 +416,9 @@ class LocalCloud:
 
         log.info("Herald console on %s", self.console_url)
         stack = Stack(None, None, None, state_file, self.config.template_path)
+        # On loopback whatever --host the cloud has: the console acts with the operator's rights.
         return uvicorn.Config(
-            create_console(stack), host=self.config.host, port=self.config.console_port, log_level="warning"
+            create_console(stack), host="127.0.0.1", port=self.config.console_port, log_level="warning"
         )
 
     def _start_http(self, function: LocalFunction) -> subprocess.Popen[bytes]:

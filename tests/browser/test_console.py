@@ -363,3 +363,57 @@ def test_a_local_cloud_that_stopped_answering_is_said_plainly_on_each_panel(
             panel(browser, console, name)
             browser.find_element(By.CSS_SELECTOR, f"#{form} button[type=submit]").click()
             until(lambda: says_so(status_id), what=f"the {name} panel's error")  # noqa: B023 (awaited here)
+
+
+@contextmanager
+def hostile_page(html: str) -> Iterator[str]:
+    """A page of another origin (another port on loopback), as an attacker's site would serve it."""
+    from herald_dev.fakes._server import LoopbackServer
+
+    server = LoopbackServer(lambda request: (200, html, "text/html; charset=utf-8"))
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_a_rebinding_page_and_a_cross_site_form_get_nothing_from_the_console(
+    console: str, cloud: LocalCloudProcess
+) -> None:
+    """Issue 28: a name resolving to 127.0.0.1 (Chromium's host resolver maps evil.example there) reaches the
+    console's socket but names its own Host; a form on another origin posts without JSON or the page token."""
+    port = console.rsplit(":", 1)[1]
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--host-resolver-rules=MAP evil.example 127.0.0.1",
+    ):
+        options.add_argument(argument)
+    attacker = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        attacker.get(f"http://evil.example:{port}/console/config")
+        shown = until(lambda: attacker.find_element(By.TAG_NAME, "body").text, what="the console's refusal")
+        assert "answers only on" in shown and "page_token" not in shown
+        minted = attacker.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "fetch('/console/token', {method: 'POST', headers: {'content-type': 'application/json'},"
+            " body: JSON.stringify({user_id: '10002'})}).then(r => r.text().then(t => done(r.status + ' ' + t)));"
+        )
+        assert minted.startswith("421 ") and '"token"' not in minted
+
+        form = (
+            f"<form id=f method=post action='{console}/console/token' enctype='text/plain' target=out>"
+            '<input name=\'{"user_id":"10002","x":"\' value=\'"}\'></form><iframe name=out></iframe>'
+            "<script>document.getElementById('f').submit()</script>"
+        )
+        with hostile_page(form) as site:
+            attacker.get(site)
+            attacker.switch_to.frame(until(lambda: attacker.find_element(By.NAME, "out"), what="the form's answer"))
+            answer = until(lambda: attacker.find_element(By.TAG_NAME, "body").text, what="the console's answer")
+            assert "another origin" in answer and '"token"' not in answer
+    finally:
+        attacker.quit()

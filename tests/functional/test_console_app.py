@@ -10,16 +10,29 @@ import pytest
 from fastapi.testclient import TestClient
 from herald_ops.stack import DEFAULT_TEMPLATE, Stack
 
-from herald_dev.console.app import create_console
+from herald_dev.console.app import PAGE_HEADER, create_console
+
+CONSOLE = "http://127.0.0.1:8093"
 
 
 def console(stack_name: str | None, state: Path) -> TestClient:
-    return TestClient(create_console(Stack(stack_name, None, "us-east-1", state, DEFAULT_TEMPLATE)))
+    """The console as its own page calls it: its loopback origin, and its page token on every change."""
+    client = TestClient(create_console(Stack(stack_name, None, "us-east-1", state, DEFAULT_TEMPLATE)), base_url=CONSOLE)
+    client.headers[PAGE_HEADER] = client.get("/console/config").json()["page_token"]
+    return client
+
+
+@pytest.fixture
+def local_state(tmp_path: Path) -> Path:
+    state = tmp_path / "local.json"
+    state.write_text(json.dumps({"http_url": "http://127.0.0.1:9", "ws_url": "ws://127.0.0.1:9", "fakes": {}}))
+    return state
 
 
 def test_against_a_deployed_stack_only_operate_runs_no_token_no_fake_no_app_call(tmp_path: Path) -> None:
     deployed = console("herald-prod", tmp_path / "none.json")
-    assert deployed.get("/console/config").json() == {"stack": "herald-prod", "local": False}
+    config = deployed.get("/console/config").json()
+    assert {k: config[k] for k in ("stack", "local")} == {"stack": "herald-prod", "local": False}
     assert deployed.post("/console/token", json={"user_id": "1"}).status_code == 404
     assert deployed.get("/console/im", params={"a": "1", "b": "2"}).status_code == 404
     assert deployed.get("/console/app/api/v1/inbox/unread-count").status_code == 404
@@ -52,3 +65,77 @@ def test_a_deployed_stack_without_credentials_is_a_502_in_aws_words_not_a_500(
     answer = deployed.get("/console/operate")
     assert answer.status_code == 502
     assert answer.json()["error"].startswith("AWS refused: Unable to locate credentials")
+
+
+# ---------------------------------------------------------------------- its own origin only (issue 28, item 1)
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example:8093", "127.0.0.1:8094", "127.0.0.1.evil.example:8093", "", "10.0.0.5:8093"]
+)
+def test_a_foreign_host_is_refused_on_every_route(local_state: Path, host: str) -> None:
+    """DNS rebinding: a page on evil.example resolving to 127.0.0.1 is same-origin with the console, and names
+    its own host. Regression: POST /console/token with Host evil.example minted a token (200)."""
+    local = console(None, local_state)
+    headers = {"host": host, "content-type": "application/json"}
+    for method, path in [
+        ("GET", "/"),
+        ("GET", "/console/config"),
+        ("POST", "/console/token"),
+        ("GET", "/console/operate"),
+    ]:
+        answer = local.request(method, path, headers=headers, json={"user_id": "10002"} if method == "POST" else None)
+        assert answer.status_code == 421, (method, path, answer.text)
+        assert "token" not in answer.json()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8093", "localhost:8093", "[::1]:8093"])
+def test_the_loopback_names_with_the_consoles_port_are_served(local_state: Path, host: str) -> None:
+    local = console(None, local_state)
+    assert local.get("/console/config", headers={"host": host}).status_code == 200
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example:8093", "http://evil.example", "null", "http://127.0.0.1:9999"])
+def test_a_foreign_origin_is_refused_even_with_the_right_host(local_state: Path, origin: str) -> None:
+    local = console(None, local_state)
+    minted = local.post("/console/token", json={"user_id": "10002"}, headers={"origin": origin})
+    assert minted.status_code == 403 and "token" not in minted.json()
+    assert local.get("/console/config", headers={"origin": origin}).status_code == 403
+    same = local.post("/console/token", json={"user_id": "10002"}, headers={"origin": CONSOLE})
+    assert same.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/console/confirms/lalu/cfm_" + "0" * 32 + "/repair", "/console/dlq/ImPushDeadLetters/peek", "/console/token"],
+)
+def test_a_cross_site_form_post_changes_nothing(local_state: Path, path: str) -> None:
+    """Regression: a form post (no JSON, no page token) ran repair and peek (200)."""
+    local = console(None, local_state)
+    form = local.post(
+        path,
+        content=b"confirm=x",
+        headers={"content-type": "application/x-www-form-urlencoded", PAGE_HEADER: ""},
+    )
+    assert form.status_code == 415, form.text
+    text = local.post(path, content=b"{}", headers={"content-type": "text/plain", PAGE_HEADER: ""})
+    assert text.status_code == 415, text.text
+
+
+def test_a_change_without_the_page_token_is_refused(local_state: Path) -> None:
+    local = console(None, local_state)
+    for token in ("", "guessed", "x" * 43):
+        answer = local.post("/console/token", json={"user_id": "10002"}, headers={PAGE_HEADER: token})
+        assert answer.status_code == 403 and "token" not in answer.json()
+    other_start = console(None, local_state)  # a token is per start: another console's does not work here
+    stale = local.post("/console/token", json={"user_id": "1"}, headers={PAGE_HEADER: other_start.headers[PAGE_HEADER]})
+    assert stale.status_code == 403
+    assert local.post("/console/token", json={"user_id": "10002"}).status_code == 200
+
+
+def test_a_non_loopback_host_needs_an_explicit_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from herald_dev.cli import main
+
+    assert main(["console", "--host", "0.0.0.0", "--state-file", str(tmp_path / "none.json")]) == 2
+    err = capsys.readouterr().err
+    assert "warning" in err and "--allow-non-loopback" in err

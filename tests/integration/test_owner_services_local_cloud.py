@@ -211,3 +211,22 @@ def test_an_operator_releases_or_transfers_a_squatted_business_type(
         assert squatter_owner.calls == []
     finally:
         squatter_owner.stop()
+
+
+def test_a_dripping_owner_is_given_up_on_at_the_total_deadline_on_the_local_cloud(
+    cloud: LocalCloudProcess, owner: LoopbackOwner
+) -> None:
+    """A real slow server: its status line at once, then a byte a second. Each read is quick, so a per-read
+    timeout never fires (the click used to be held ~60 s); the total deadline (5 s) answers 502 well inside the
+    HTTP function's 15 s, and the confirm is repaired from the owner's fact once it answers again."""
+    service = OwnerService(cloud, owner, f"group_join_{secrets.token_hex(3)}")
+    service.register()
+    receiver = Client(cloud, new_user())
+    confirm = service.ask(new_user(), receiver.user, "g-drip").json()["data"]
+    owner.drip_s = 1.0
+    owner.faults.append("drip")
+    started = time.monotonic()
+    held = receiver.act(confirm["confirm_id"], "accept", command_id="tap-drip")
+    took = time.monotonic() - started
+    assert held.status_code == 502 and held.json()["code"] == "UPSTREAM_ERROR", held.text
+    assert 4.5 <= took < 9, f"the click was held {took:.1f} s"

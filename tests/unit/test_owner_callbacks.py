@@ -217,8 +217,9 @@ def test_a_fact_requests_signature_covers_its_method_path_and_query() -> None:
     target = request["url"].removeprefix("https://owner.example.com")
     assert target.startswith("/fact?v=1&")
     signed = f"GET {target}".encode()
-    assert spec_signature(secret, request["headers"]["webhook-id"], NOW_MS // 1000, signed) == (
-        request["headers"]["webhook-signature"]
+    assert (
+        spec_signature(secret, request["headers"]["webhook-id"], NOW_MS // 1000, signed)
+        == (request["headers"]["webhook-signature"])
     )
     assert verify(secret, request["headers"], signed, now_s=NOW_MS // 1000)
     for replayed in (

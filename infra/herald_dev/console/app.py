@@ -4,11 +4,18 @@ It runs on the operator's machine, on loopback, against the running local cloud 
 through the operator's AWS credentials): no admin surface is deployed. Users' actions go to the real HTTP API
 with that user's token (locally the console mints it, as `herald token` does); the IM and Feishu panels read
 what the local cloud's fakes received; Operate runs `herald-ops`' own operations (`herald_ops.views`).
+
+It answers only its own origin (`guard`): a `Host` other than 127.0.0.1, localhost or [::1] with the console's
+own port is refused (a DNS-rebinding page names its own host), so is any `Origin` but the console's, and a
+request that changes something needs `content-type: application/json` and the per-start token the page read
+from `/console/config` (a header: a cross-site form or page can send neither).
 """
 
 from __future__ import annotations
 
+import secrets
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +32,17 @@ from herald_dev.cloud import LOCAL_JWT_SECRET
 
 STATIC = Path(__file__).parent / "static"
 PROXIED = ("api/v1/",)  # the console acts as app users only; services and operators act through Operate
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+PAGE_HEADER = "x-herald-console-token"
+SAFE_METHODS = ("GET", "HEAD")
 
 
-def create_console(stack: Stack) -> FastAPI:
+def create_console(stack: Stack, extra_host: str | None = None) -> FastAPI:
+    """The console app; `extra_host` is a non-loopback name it also answers to (`--allow-non-loopback`)."""
     app = FastAPI(title="Herald console", docs_url=None, redoc_url=None, openapi_url=None)
     http = httpx.Client(timeout=30)
+    page_token = secrets.token_urlsafe(32)
+    guard(app, page_token, extra_host)
 
     def local(key: str) -> Any:
         if stack.name:
@@ -46,14 +59,7 @@ def create_console(stack: Stack) -> FastAPI:
         return str(url)
 
     answer_errors(app, stack)
-
-    @app.get("/")
-    def page() -> FileResponse:
-        return FileResponse(STATIC / "index.html")
-
-    @app.get("/favicon.ico")
-    def no_icon() -> Response:
-        return Response(status_code=204)
+    page_routes(app)
 
     @app.get("/console/sessions/{session_id}")
     def session(session_id: str, app_code: str = "lalu") -> dict[str, Any]:
@@ -80,18 +86,18 @@ def create_console(stack: Stack) -> FastAPI:
             ],
         }
 
-    @app.get("/static/{name}")
-    def asset(name: str) -> FileResponse:
-        path = STATIC / name
-        if path.parent != STATIC or not path.is_file():
-            raise HTTPException(404, "no such file")
-        return FileResponse(path)
-
     @app.get("/console/config")
     def config() -> dict[str, Any]:
+        """What the page needs first, its token among it (same-origin only: no page elsewhere can read it)."""
         if stack.name:
-            return {"stack": stack.name, "local": False}
-        return {"stack": "local", "local": True, "ws_url": local("ws_url"), "fakes": local("fakes") or {}}
+            return {"stack": stack.name, "local": False, "page_token": page_token}
+        return {
+            "stack": "local",
+            "local": True,
+            "ws_url": local("ws_url"),
+            "fakes": local("fakes") or {},
+            "page_token": page_token,
+        }
 
     @app.post("/console/token")
     def token(user_id: str = Body(embed=True), app_code: str = Body("lalu", embed=True)) -> dict[str, str]:
@@ -208,6 +214,53 @@ def operate_routes(stack: Stack) -> APIRouter:
         return {**view(repaired.confirm), "resent": list(repaired.resent)}
 
     return router
+
+
+def page_routes(app: FastAPI) -> None:
+    """The page and its own files, nothing beside them."""
+
+    @app.get("/")
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/favicon.ico")
+    def no_icon() -> Response:
+        return Response(status_code=204)
+
+    @app.get("/static/{name}")
+    def asset(name: str) -> FileResponse:
+        path = STATIC / name
+        if path.parent != STATIC or not path.is_file():
+            raise HTTPException(404, "no such file")
+        return FileResponse(path)
+
+
+def guard(app: FastAPI, page_token: str, extra_host: str | None) -> None:
+    """Only the console's own origin: its loopback Host, its own Origin, and for every change a JSON body and
+    the page's token in a header (what neither a rebinding page nor a cross-site form can send)."""
+    names = (*LOOPBACK_NAMES, *([extra_host] if extra_host else []))
+
+    @app.middleware("http")
+    async def own_origin_only(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        port = (request.scope.get("server") or ("", 0))[1]
+        allowed = {f"{name}:{port}" for name in names}
+        host = request.headers.get("host", "")
+        if host not in allowed:
+            return refused(421, f"the console answers only on {', '.join(sorted(allowed))}, not {host!r}")
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in {f"http://{h}" for h in allowed}:
+            return refused(403, f"the console refuses requests from another origin ({origin!r})")
+        if request.method not in SAFE_METHODS:
+            media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if media_type != "application/json":
+                return refused(415, "a request that changes something is JSON (content-type: application/json)")
+            if not secrets.compare_digest(request.headers.get(PAGE_HEADER, ""), page_token):
+                return refused(403, f"a request that changes something carries the page's {PAGE_HEADER}")
+        return await call_next(request)
+
+
+def refused(status: int, why: str) -> JSONResponse:
+    return JSONResponse({"error": why}, status_code=status)
 
 
 def answer_errors(app: FastAPI, stack: Stack) -> None:

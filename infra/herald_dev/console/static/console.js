@@ -52,9 +52,14 @@ function say(target, text, error = false) {
 }
 
 async function json(url, options = {}) {
+  // Every change carries the token this console gave the page (its own origin only: see guard in app.py).
   const response = await fetch(url, {
     ...options,
-    headers: { "content-type": "application/json", ...(options.headers || {}) },
+    headers: {
+      "content-type": "application/json",
+      "x-herald-console-token": config.page_token || "",
+      ...(options.headers || {}),
+    },
   });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) {
