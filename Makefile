@@ -3,8 +3,16 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# The install stamp changes with pyproject.toml, so a changed dependency reinstalls.
-STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml layers/requirements.txt | sha1sum | cut -c1-12)
+# The install stamp changes with pyproject.toml and the lock, so a changed dependency reinstalls.
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml requirements.lock layers/requirements.txt | sha1sum | cut -c1-12)
+# The lock: every package of the dev venv (runtime, dev, ops) pinned with its hashes, resolved by uv; the
+# layer's requirements are the runtime part of the same resolution. `make lock` writes both.
+LOCK := requirements.lock
+UV_VERSION := 0.13.9
+UV_VENV := .uv
+UV_STAMP := $(UV_VENV)/.installed-$(UV_VERSION)
+UV_COMPILE := $(UV_VENV)/bin/uv pip compile pyproject.toml --generate-hashes --python-version 3.11 \
+	--annotation-style line --custom-compile-command "make lock"
 DYNAMODB_LOCAL := infra/dynamodb-local/node_modules/.package-lock.json
 FAUXQS := infra/fauxqs/node_modules/.package-lock.json
 # The console's browser tests drive Debian's Chromium through Debian's chromedriver (no browser download).
@@ -20,16 +28,29 @@ OPC_VENV := .openapi-python-client
 OPC_STAMP := $(OPC_VENV)/.installed-$(OPC_VERSION)
 TS_CLIENT := clients/typescript/node_modules/.package-lock.json
 
-.PHONY: setup dev test openapi clients lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
+.PHONY: lock setup dev test openapi clients lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
 
 setup: $(STAMP) $(DYNAMODB_LOCAL) $(FAUXQS)
+
+$(UV_STAMP):
+	$(PYTHON) -m venv $(UV_VENV)
+	$(UV_VENV)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	rm -f $(UV_VENV)/.installed-* && touch $@
+
+## lock: resolve pyproject.toml again (after changing a pin) into requirements.lock, with every hash, and the
+## layer's part of it into layers/requirements.txt (manylinux2014 x86_64, as Lambda runs it)
+lock: $(UV_STAMP)
+	$(UV_COMPILE) --extra dev --extra ops --python-platform x86_64-manylinux_2_28 -o $(LOCK)
+	$(UV_COMPILE) --python-platform x86_64-manylinux2014 -c $(LOCK) -o layers/requirements.txt
 
 $(STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Herald needs Python 3.11 (the Lambda runtime), found " + sys.version)'
 	@if [ -x $(BIN)/python ] && $(BIN)/python infra/venv_ready.py; then \
 		echo "$(VENV) already has Herald (editable) and every pinned dependency"; \
 	else \
-		set -x && $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'; \
+		set -x && $(PYTHON) -m venv $(VENV) \
+			&& $(BIN)/pip install --quiet --disable-pip-version-check --require-hashes -r $(LOCK) \
+			&& $(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .; \
 	fi
 	rm -f $(VENV)/.installed-* && touch $@
 
@@ -140,4 +161,4 @@ deploy: $(SAM_STAMP)
 	$(SAM) deploy
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .herald infra/dynamodb-local/node_modules infra/fauxqs/node_modules
+	rm -rf $(VENV) $(SAM_VENV) $(UV_VENV) .aws-sam .herald infra/dynamodb-local/node_modules infra/fauxqs/node_modules

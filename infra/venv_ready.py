@@ -1,7 +1,7 @@
 """`.venv/bin/python infra/venv_ready.py`: exits 0 when the running environment already has Herald installed
-from this checkout in editable mode and every pinned dependency of pyproject.toml (with the `dev` extra) at a
-matching version, so `make setup` can skip a pip run that would change nothing (after a user's own
-`pip install -e '.[dev]'`, for one). Stdlib and `packaging` only: it runs before anything of Herald's is
+from this checkout in editable mode, every pinned dependency of pyproject.toml (with the `dev` extra) at a
+matching version and every package of requirements.lock at its locked version, so `make setup` can skip a
+pip run that would change nothing. Stdlib and `packaging` only: it runs before anything of Herald's is
 importable, and any doubt (no `packaging`, an unreadable file) answers "not ready"."""
 
 from __future__ import annotations
@@ -58,10 +58,19 @@ def installed_editable_from(project: str, checkout: Path) -> bool:
     return bool(origin.get("dir_info", {}).get("editable")) and origin.get("url") == checkout.resolve().as_uri()
 
 
+def locked(lock: Path) -> list[str]:
+    """The lock's pins (`name==version`), without their hashes and comments."""
+    return [line.split()[0] for line in lock.read_text().splitlines() if line and line[0].isalnum() and "==" in line]
+
+
 def ready(pyproject: Path, checkout: Path) -> bool:
     project = tomllib.loads(pyproject.read_text())["project"]
     wanted = [*project.get("dependencies", []), *project.get("optional-dependencies", {}).get("dev", [])]
-    return installed_editable_from(project["name"], checkout) and not missing(wanted)
+    return (
+        installed_editable_from(project["name"], checkout)
+        and not missing(wanted)
+        and not missing(locked(checkout / "requirements.lock"))
+    )
 
 
 if __name__ == "__main__":
