@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -18,6 +17,7 @@ from herald.auth.service_keys import ServiceKeys
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.conftest import RATE_LIMITS_OFF, clear_herald_caches
+from tests.support.clock import FakeClock, controlled_clock
 from tests.support.events import EventsPipeline
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token
@@ -38,23 +38,24 @@ def shipped_limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def start_of_a_window(needed_seconds: float) -> None:
-    """Counters are per minute: start where the whole burst falls in one window."""
-    into = time.time() % 60
-    if into > 60 - needed_seconds:
-        time.sleep(60 - into + 0.05)
+def start_of_a_window() -> FakeClock:
+    """Herald's clock, held at the top of the next minute: a burst falls in one window with none before it,
+    whatever the wall clock says (no waiting for a minute to turn). Call it after the settings are final."""
+    clock = controlled_clock()
+    clock.now += 60_000 - clock.now % 60_000
+    return clock
 
 
 def test_a_user_over_the_shipped_limit_gets_429_with_retry_after_and_others_do_not(
     api: TestClient, shipped_limits: None
 ) -> None:
     """Regression: 100 requests in a row were all 200."""
-    start_of_a_window(30)
+    start_of_a_window()
     statuses = [api.get("/api/v1/inbox/unread-count", headers=_user("10002")).status_code for _ in range(125)]
     assert statuses[:120] == [200] * 120 and statuses[120:] == [429] * 5
     refused = api.get("/api/v1/inbox/unread-count", headers=_user("10002"))
     assert refused.json()["code"] == "RATE_LIMITED" and refused.json()["data"]["reason"] == "user_rate_limited"
-    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert int(refused.headers["Retry-After"]) == 61  # the window slides: until 1/120 of the next minute passed
     assert api.get("/api/v1/inbox/unread-count", headers=_user("10003")).status_code == 200
 
 
@@ -65,7 +66,7 @@ def test_a_service_key_over_its_limit_gets_429_and_another_key_does_not(
     clear_herald_caches()
     first, _ = service_keys.create_key("engine", ["/internal/v1"])
     second, _ = service_keys.create_key("engine", ["/internal/v1"])
-    start_of_a_window(5)
+    start_of_a_window()
     statuses = [
         api.get("/internal/v1/whoami", headers={"Authorization": f"Bearer {first}"}).status_code for _ in range(7)
     ]
@@ -90,7 +91,7 @@ def test_events_to_one_target_over_its_limit_get_429_and_store_nothing(
         body = {"event_id": event_id, "event_type": "job.done", "data": data}
         return api.post("/events/external", json=body, headers=headers).status_code
 
-    start_of_a_window(5)
+    start_of_a_window()
     assert [post(f"a{n}", "oc_a") for n in range(4)] == [202, 202, 202, 429]
     assert post("b0", "oc_b") == 202
     events.drain()

@@ -262,7 +262,7 @@ def limited_app(monkeypatch: pytest.MonkeyPatch, **limits: int) -> TestClient:
     for name, value in limits.items():
         monkeypatch.setenv(f"HERALD_RATE_LIMIT_{name.upper()}_PER_MINUTE", str(value))
     clear_herald_caches()
-    start_of_a_window(10)
+    start_of_a_window()
     return TestClient(create_app())
 
 

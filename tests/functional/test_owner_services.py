@@ -578,7 +578,7 @@ def test_one_business_type_over_its_own_limit_gets_429_and_another_owner_does_no
             f"/internal/v1/confirms/owners/{business_type}", json=owner.registration(), headers=key
         )
         assert registered.status_code == 200, registered.text
-    start_of_a_window(10)
+    start_of_a_window()
     statuses = [create(limited, groups_key, owner, f"g-burst-{n}").status_code for n in range(4)]
     assert statuses == [200, 200, 200, 429]
     refused = create(limited, groups_key, owner, "g-burst-9")

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -57,33 +58,9 @@ def _assert(condition: Any) -> None:
     assert condition
 
 
-def test_limiters_in_many_instances_let_exactly_the_limit_through_on_the_real_engine(
-    cloud: LocalCloudProcess,
-) -> None:
+def instances(cloud: LocalCloudProcess, limit: Limit, subject: str, now: list[int]) -> Callable[[int], int]:
+    """One Lambda instance's limiter on the real table, at the test's time: how many of its 10 tries pass."""
     table = cloud.resource("RateLimitsTable")
-    limit = Limit("test", per_window=20)
-    subject = f"burst-{time.time_ns()}"
-
-    def instance_hits(_: int) -> int:
-        limiter = RateLimiter(DynamoCounter(table, cloud.client("dynamodb")), clock=lambda: 1_800_000_000_000)
-        allowed = 0
-        for _ in range(10):
-            try:
-                limiter.check(limit, subject)
-                allowed += 1
-            except RateLimited:
-                pass
-        return allowed
-
-    with ThreadPoolExecutor(max_workers=5) as pool:
-        allowed = sum(pool.map(instance_hits, range(5)))
-    assert allowed == 20
-
-
-def test_the_sliding_window_holds_across_a_minute_boundary_on_the_real_engine(cloud: LocalCloudProcess) -> None:
-    """Fixed windows let the limit through on each side of a clock minute; the sliding one about once."""
-    table, limit = cloud.resource("RateLimitsTable"), Limit("test", per_window=20)
-    subject, now = f"edge-{time.time_ns()}", [1_800_000_000_000 + 59_000]
 
     def instance_hits(_: int) -> int:
         limiter = RateLimiter(DynamoCounter(table, cloud.client("dynamodb")), clock=lambda: now[0])
@@ -96,6 +73,22 @@ def test_the_sliding_window_holds_across_a_minute_boundary_on_the_real_engine(cl
                 pass
         return allowed
 
+    return instance_hits
+
+
+def test_limiters_in_many_instances_let_exactly_the_limit_through_on_the_real_engine(
+    cloud: LocalCloudProcess,
+) -> None:
+    instance_hits = instances(cloud, Limit("test", per_window=20), f"burst-{time.time_ns()}", [1_800_000_000_000])
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        allowed = sum(pool.map(instance_hits, range(5)))
+    assert allowed == 20
+
+
+def test_the_sliding_window_holds_across_a_minute_boundary_on_the_real_engine(cloud: LocalCloudProcess) -> None:
+    """Fixed windows let the limit through on each side of a clock minute; the sliding one about once."""
+    now = [1_800_000_000_000 + 59_000]
+    instance_hits = instances(cloud, Limit("test", per_window=20), f"edge-{time.time_ns()}", now)
     with ThreadPoolExecutor(max_workers=4) as pool:
         before = sum(pool.map(instance_hits, range(4)))
         now[0] += 1_500  # 0.5 s into the next minute

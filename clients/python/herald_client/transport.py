@@ -16,7 +16,8 @@ import httpx
 
 from herald_client.errors import BY_CODE, HeraldError, RateLimited
 
-MAX_RETRY_AFTER_S = 60.0
+# Herald's limits slide over a minute: a caller that filled one may wait into the next, up to two minutes.
+MAX_RETRY_AFTER_S = 120.0
 
 
 class Transport:
