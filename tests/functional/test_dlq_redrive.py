@@ -4,7 +4,6 @@ place, and a redrive keeps each group's order and sends nothing twice however it
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,8 @@ import boto3
 import pytest
 from herald_ops.dlq import DeadLetterQueue, Journal, Redrive, dead_letter_queues, peek, plan
 from herald_ops.template import StackTemplate
+
+from tests.support.waiting import eventually
 
 ORDER = [("a", 1), ("a", 2), ("b", 1), ("a", 3), ("b", 2), ("c", 1)]
 
@@ -113,6 +114,11 @@ def test_redrive_moves_each_message_once_in_group_order_without_the_failure_reas
     assert Journal.open(tmp_path / "j.json").entries == {}
 
 
+def _none_in_flight(sqs: Any, url: str) -> None:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"])
+    assert attributes["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
 @pytest.mark.parametrize(
     ("operation", "after_call", "on_call"),
     [
@@ -131,7 +137,7 @@ def test_interrupted_redrive_resumed_later_sends_nothing_twice_and_keeps_group_o
     with pytest.raises(Crash):
         crashing.run(100)
     taken = drain(str(events_dlq.source_url))  # the consumer goes on meanwhile
-    time.sleep(1.1)  # the interrupted batch's hold (1 s) runs out
+    eventually(lambda: _none_in_flight(sqs, str(events_dlq.url)))  # the interrupted batch's hold (1 s) ran out
     Redrive(sqs, events_dlq, Journal.open(journal_path), rate_per_s=0).run(100)
     taken += drain(str(events_dlq.source_url))
     assert sorted(taken) == sorted(ORDER), f"sent twice or lost: {taken}"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import boto3
 import pytest
 
 from tests.support.local_cloud import LOCAL_CREDENTIALS, REPO, free_port
+from tests.support.waiting import eventually
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +68,18 @@ def group_after_a_batch_comes_back(endpoint: str) -> list[str]:
         sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g", MessageDeduplicationId=body)
     batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=1)["Messages"]
     assert [m["Body"] for m in batch] == ["m1", "m2", "m3"]
-    time.sleep(1.1)
+
+    def visible_again() -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
+        assert messages, "the batch is still in flight"
+        return messages
+
     handed: list[str] = []
-    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", []):
+    messages = eventually(visible_again, timeout=10)
+    while messages:
         handed.append(messages[0]["Body"])
         sqs.delete_message(QueueUrl=url, ReceiptHandle=messages[0]["ReceiptHandle"])
+        messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
     return handed
 
 

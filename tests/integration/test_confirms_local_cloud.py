@@ -160,7 +160,7 @@ def test_twenty_concurrent_accepts_make_one_owner_transition(
     owner = owner_item(cloud, f"INV#lalu#{invitation['invitation_id']}")
     assert owner is not None and owner["status"]["S"] == "accepted" and owner["version"]["N"] == "2"
     assert eventually(lambda: arrived_updates(cloud, confirm_id)) == ["accepted"]
-    time.sleep(1.0)
+    time.sleep(1.0)  # the sleep is the behaviour: a second update would have arrived by now
     assert updates(cloud, confirm_id) == ["accepted"]
 
 
@@ -181,7 +181,7 @@ def test_im_5xx_then_ok_delivers_one_message(cloud: LocalCloudProcess, pair: tup
     ).json()["data"]["deliveries"]
     assert [(d["push"], d["status"], d["attempts"]) for d in deliveries] == [("im_confirm", "sent", 2)]
     assert "502" in deliveries[0]["last_error"]
-    time.sleep(1.0)
+    time.sleep(1.0)  # the sleep is the behaviour: a second message would have arrived by now
     assert len(im_messages(cloud, target.user)) == 1
 
 

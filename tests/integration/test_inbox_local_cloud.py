@@ -57,6 +57,17 @@ async def _collect(url: str, into: list[dict[str, Any]], ready: asyncio.Event, s
                 continue
 
 
+def _listed(cloud: LocalCloudProcess, user: str, count: int) -> None:
+    """The user's connections as the push fan-out finds them (the ConnectionsTable index by user)."""
+    found = cloud.client("dynamodb").query(
+        TableName=cloud.resource("ConnectionsTable"),
+        IndexName="by_user",
+        KeyConditionExpression="user_key = :user",
+        ExpressionAttributeValues={":user": {"S": f"lalu#{user}"}},
+    )["Items"]
+    assert len(found) == count, found
+
+
 def test_two_connections_of_a_user_get_every_update_in_version_order_and_others_nothing(
     cloud: LocalCloudProcess,
 ) -> None:
@@ -77,7 +88,7 @@ def test_two_connections_of_a_user_get_every_update_in_version_order_and_others_
         ]
         for ready in readies:
             await asyncio.wait_for(ready.wait(), 10)
-        await asyncio.sleep(1.0)  # the connections' index entries settle
+        await asyncio.to_thread(eventually, lambda: _listed(cloud, me, 2))  # the connections' index caught up
         created = [await asyncio.to_thread(notify, cloud, headers, me, f"t{i}") for i in range(3)]
         async with httpx.AsyncClient(base_url=cloud.http_url, headers=auth) as client:
             await client.post(f"/api/v1/inbox/notifications/{created[0]['notification_id']}/read")
@@ -88,7 +99,7 @@ def test_two_connections_of_a_user_get_every_update_in_version_order_and_others_
                 assert received and received[-1]["unreadCount"] == 0 and received[-1]["version"] == 5, received
 
         await asyncio.to_thread(eventually, settled)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # the sleep is the behaviour: a frame out of order would have come by now
         stop.set()
         await asyncio.gather(*tasks)
         return first, second, other
@@ -167,7 +178,7 @@ def test_a_connection_is_told_and_closed_once_its_token_expired_instead_of_recei
     async def scenario() -> tuple[list[dict[str, Any]], bool]:
         frames: list[dict[str, Any]] = []
         async with websockets.connect(f"{cloud.ws_url}/?token={make_token(me, ttl=3)}") as ws:
-            await asyncio.sleep(4.5)  # the token expires while the connection is open
+            await asyncio.sleep(4.5)  # the sleep is the behaviour: the token expires while the connection is open
             notify(cloud, headers, me, "after-expiry")
             closed = False
             try:

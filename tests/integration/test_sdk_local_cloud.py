@@ -194,7 +194,7 @@ def test_a_429_from_the_limiter_is_waited_out_as_retry_after_says_and_the_same_p
 
     def sleep(seconds: float) -> None:
         slept.append(seconds)
-        time.sleep(seconds)
+        time.sleep(seconds)  # the sleep is the behaviour: the SDK waits out Retry-After
 
     service = ServiceClient(
         cloud.http_url,

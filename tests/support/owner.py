@@ -110,7 +110,7 @@ class LoopbackOwner:
                 return 401, {"error": "bad signature"}, "application/json"
             fault = self.faults.pop(0) if self.faults else ""
         if fault == "stall":
-            time.sleep(self.stall_s)
+            time.sleep(self.stall_s)  # the sleep is the behaviour: an owner that stalls
         with self._lock:
             if fault == "500":
                 return 500, {"error": "owner down"}, "application/json"
