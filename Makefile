@@ -28,7 +28,7 @@ OPC_VENV := .openapi-python-client
 OPC_STAMP := $(OPC_VENV)/.installed-$(OPC_VERSION)
 TS_CLIENT := clients/typescript/node_modules/.package-lock.json
 
-.PHONY: lock setup dev test openapi clients lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
+.PHONY: lock setup dev test test-runs check lint-python openapi clients lint format unit integration-moto integration-dynamodb-local integration-matrix bench soak deploy sam-check clean
 
 setup: $(STAMP) $(DYNAMODB_LOCAL) $(FAUXQS)
 
@@ -68,17 +68,35 @@ $(CHROMEDRIVER):
 dev: $(STAMP)
 	$(BIN)/herald local
 
-## test: lint, the AWS build check, then every test on moto, then the integration suite again on the second
-## engines (DynamoDB Local for the tables, fauxqs for the queues); `make integration-matrix` runs all four pairs
-## The crash soak spends minutes waiting for in-flight messages' visibility timeouts (as SQS would) with the
-## CPU idle, so it runs beside the rest; its output follows theirs.
+## test: every test, as fast as two cores allow. First what the tests need, side by side (the venv, the npm
+## installs, Chromium, SAM CLI, the client generator; each skipped when already there), then lint, the AWS build
+## check and the clients side by side, then three test runs at once: every test but the crash soak on moto, spread
+## over workers (a local cloud's tests stay on one worker, so each starts its cloud once); the integration suite
+## again on the second engines (DynamoDB Local for the tables, fauxqs for the queues); and the crash soak, which
+## mostly waits for in-flight messages' visibility timeouts (as SQS would). Each run's output follows the first's.
+## `make integration-matrix` runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
-test: setup $(CHROMEDRIVER) lint sam-check clients
+ENGINES_LOG := .herald/second-engines.log
+WORKERS ?= 3
+test:
+	@$(MAKE) --no-print-directory -j6 setup $(CHROMEDRIVER) $(SAM_STAMP) $(OPC_STAMP) $(TS_CLIENT)
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint sam-check clients
+	@$(MAKE) --no-print-directory test-runs
+
+test-runs:
 	@mkdir -p .herald
 	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
-	$(BIN)/pytest -m "not crash" && HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration; \
-	status=$$?; wait $$crash; crashed=$$?; cat $(CRASH_LOG); \
-	[ $$status -eq 0 ] && [ $$crashed -eq 0 ]
+	HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration -n 2 --dist loadgroup \
+		--durations=10 > $(ENGINES_LOG) 2>&1 & engines=$$!; \
+	$(BIN)/pytest -m "not crash" -n $(WORKERS) --dist loadgroup --durations=25; status=$$?; \
+	wait $$engines; engined=$$?; echo "--- the integration suite on DynamoDB Local + fauxqs"; cat $(ENGINES_LOG); \
+	wait $$crash; crashed=$$?; echo "--- the crash soak"; cat $(CRASH_LOG); \
+	[ $$status -eq 0 ] && [ $$engined -eq 0 ] && [ $$crashed -eq 0 ]
+
+## check: the quick loop while developing: lint and type check, then the unit and functional tests on both cores
+check: $(STAMP)
+	@$(MAKE) --no-print-directory lint-python
+	$(BIN)/pytest tests/unit tests/functional -m "not integration and not e2e and not browser and not crash" -n 2 -q
 
 ## openapi: write events/openapi.json, the document client generators read (a test fails when it is stale)
 openapi: $(STAMP)
@@ -109,12 +127,14 @@ clients: $(STAMP) $(OPC_STAMP) $(TS_CLIENT)
 	$(OPC_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --force-reinstall ./clients/python
 	$(OPC_VENV)/bin/python -c "import herald_client, sys; assert 'herald' not in sys.modules; print('herald-client installs and imports alone')"
 
-lint: $(STAMP)
+lint: lint-python
+	$(BIN)/cfn-lint template.yaml
+
+lint-python: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	for entry in functions/*/app.py; do $(BIN)/mypy --no-error-summary "$$entry" || exit 1; done
-	$(BIN)/cfn-lint template.yaml
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
