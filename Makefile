@@ -70,13 +70,14 @@ dev: $(STAMP)
 
 ## test: every test, as fast as two cores allow. First what the tests need, side by side (the venv, the npm
 ## installs, Chromium, SAM CLI, the client generator; each skipped when already there), then lint, the AWS build
-## check and the clients side by side, then three test runs at once: every test but the crash soak on moto, spread
-## over workers (a local cloud's tests stay on one worker, so each starts its cloud once); the integration suite
-## again on the second engines (DynamoDB Local for the tables, fauxqs for the queues); and the crash soak, which
-## mostly waits for in-flight messages' visibility timeouts (as SQS would). Each run's output follows the first's.
-## `make integration-matrix` runs all four engine pairs.
+## check and the clients side by side, then three runs at once: every test on moto but `make dev`'s and the crash
+## soak, spread over workers a module each (a module's local cloud starts once); `make dev`'s tests (the README's,
+## on its documented ports, one at a time) and then the integration suite again on the second engines (DynamoDB
+## Local for the tables, fauxqs for the queues); and the crash soak, which mostly waits for in-flight messages'
+## visibility timeouts (as SQS would). The other runs' output follows the first's. `make integration-matrix`
+## runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
-ENGINES_LOG := .herald/second-engines.log
+SIDE_LOG := .herald/make-dev-and-second-engines.log
 WORKERS ?= 3
 test:
 	@$(MAKE) --no-print-directory -j6 setup $(CHROMEDRIVER) $(SAM_STAMP) $(OPC_STAMP) $(TS_CLIENT)
@@ -86,12 +87,13 @@ test:
 test-runs:
 	@mkdir -p .herald
 	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
-	HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration -n 2 --dist loadgroup \
-		--durations=10 > $(ENGINES_LOG) 2>&1 & engines=$$!; \
-	$(BIN)/pytest -m "not crash" -n $(WORKERS) --dist loadgroup --durations=25; status=$$?; \
-	wait $$engines; engined=$$?; echo "--- the integration suite on DynamoDB Local + fauxqs"; cat $(ENGINES_LOG); \
-	wait $$crash; crashed=$$?; echo "--- the crash soak"; cat $(CRASH_LOG); \
-	[ $$status -eq 0 ] && [ $$engined -eq 0 ] && [ $$crashed -eq 0 ]
+	{ $(BIN)/pytest -m e2e --durations=5 \
+		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration -n 2 --dist loadscope \
+		--durations=10; } > $(SIDE_LOG) 2>&1 & side=$$!; \
+	$(BIN)/pytest -m "not crash and not e2e" -n $(WORKERS) --dist loadscope --durations=25; status=$$?; \
+	wait $$side; sided=$$?; echo "--- make dev's tests, then the integration suite on DynamoDB Local + fauxqs"; \
+	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak"; cat $(CRASH_LOG); \
+	[ $$status -eq 0 ] && [ $$sided -eq 0 ] && [ $$crashed -eq 0 ]
 
 ## check: the quick loop while developing: lint and type check, then the unit and functional tests on both cores
 check: $(STAMP)

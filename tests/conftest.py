@@ -75,16 +75,3 @@ def herald_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     clear_herald_caches()
 
-
-# Tests of a local cloud, of `make dev` and of the console share what their fixtures start (a cloud per module or
-# per run): under xdist (`make test`, `--dist loadgroup`) a module's tests stay on one worker, so each module starts
-# its cloud once; the README's tests use the documented ports and `make dev`'s state file, so they share one group.
-_GROUPED_MARKERS = ("integration", "e2e", "browser", "crash")
-_DOCUMENTED_PORTS = ("test_readme.py", "test_readme_own_provider.py", "test_make_dev.py")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if any(item.get_closest_marker(marker) for marker in _GROUPED_MARKERS):
-            group = "documented-ports" if item.path.name in _DOCUMENTED_PORTS else item.path.stem
-            item.add_marker(pytest.mark.xdist_group(group))

@@ -132,7 +132,11 @@ def test_an_owner_service_registers_asks_and_is_called_back_end_to_end(
 
     # Expiry: past its time, the next read expires it through the owner.
     late = ask("g-late", expire_at_ms=int(time.time() * 1000) + 1_500)
-    assert eventually(lambda: receiver.status(late["confirm_id"])[0]["status"]) == "expired"
+
+    def expired_through_the_owner() -> None:
+        assert receiver.status(late["confirm_id"])[0]["status"] == "expired"
+
+    eventually(expired_through_the_owner)
     assert owner.facts["g-late"] == "expired"
 
     def pushed(confirm_id: str, statuses: list[str]) -> None:
