@@ -74,4 +74,3 @@ def herald_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     clear_herald_caches()
     yield
     clear_herald_caches()
-
