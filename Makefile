@@ -68,17 +68,17 @@ $(CHROMEDRIVER):
 dev: $(STAMP)
 	$(BIN)/herald local
 
-## test: every test, as fast as two cores allow. First what the tests need, side by side (the venv, the npm
-## installs, Chromium, SAM CLI, the client generator; each skipped when already there), then lint, the AWS build
-## check and the clients side by side, then three runs at once: every test on moto but `make dev`'s and the crash
-## soak, spread over workers a module each (a module's local cloud starts once); `make dev`'s tests (the README's,
-## on its documented ports, one at a time) and then the integration suite again on the second engines (DynamoDB
-## Local for the tables, fauxqs for the queues); and the crash soak, which mostly waits for in-flight messages'
-## visibility timeouts (as SQS would). The other runs' output follows the first's. `make integration-matrix`
-## runs all four engine pairs.
+## test: every test. First what the tests need, side by side (the venv, the npm installs, Chromium, SAM CLI, the
+## client generator; each skipped when already there), then lint, the AWS build check and the clients side by
+## side, then three runs at once: the unit and functional tests spread over both cores, then the integration and
+## browser tests on moto (their local clouds one at a time: each cloud's pollers take CPU, and timing tests must
+## not starve); `make dev`'s tests (the README's, on its documented ports) and then the integration suite again
+## on the second engines (DynamoDB Local for the tables, fauxqs for the queues); and the crash soak, which mostly
+## waits for in-flight messages' visibility timeouts (as SQS would). The other runs' output follows the first's.
+## `make integration-matrix` runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
 SIDE_LOG := .herald/make-dev-and-second-engines.log
-WORKERS ?= 3
+IN_PROCESS := not integration and not e2e and not browser and not crash
 test:
 	@$(MAKE) --no-print-directory -j6 setup $(CHROMEDRIVER) $(SAM_STAMP) $(OPC_STAMP) $(TS_CLIENT)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint sam-check clients
@@ -88,9 +88,10 @@ test-runs:
 	@mkdir -p .herald
 	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	{ $(BIN)/pytest -m e2e --durations=5 \
-		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration -n 2 --dist loadscope \
-		--durations=10; } > $(SIDE_LOG) 2>&1 & side=$$!; \
-	$(BIN)/pytest -m "not crash and not e2e" -n $(WORKERS) --dist loadscope --durations=25; status=$$?; \
+		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration --durations=10; \
+	} > $(SIDE_LOG) 2>&1 & side=$$!; \
+	$(BIN)/pytest -m "$(IN_PROCESS)" -n 2 --durations=15 \
+		&& $(BIN)/pytest -m "(integration or browser) and not crash" --durations=25; status=$$?; \
 	wait $$side; sided=$$?; echo "--- make dev's tests, then the integration suite on DynamoDB Local + fauxqs"; \
 	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak"; cat $(CRASH_LOG); \
 	[ $$status -eq 0 ] && [ $$sided -eq 0 ] && [ $$crashed -eq 0 ]
@@ -98,7 +99,7 @@ test-runs:
 ## check: the quick loop while developing: lint and type check, then the unit and functional tests on both cores
 check: $(STAMP)
 	@$(MAKE) --no-print-directory lint-python
-	$(BIN)/pytest tests/unit tests/functional -m "not integration and not e2e and not browser and not crash" -n 2 -q
+	$(BIN)/pytest tests/unit tests/functional -m "$(IN_PROCESS)" -n 2 -q
 
 ## openapi: write events/openapi.json, the document client generators read (a test fails when it is stale)
 openapi: $(STAMP)

@@ -113,7 +113,7 @@ class StreamSettings:
     maximum_retry_attempts: int = -1
     bisect_on_error: bool = False
     on_failure_queue_url: str | None = None
-    idle_poll_seconds: float = 0.1
+    idle_poll_seconds: float = 0.25
 
 
 class StreamEventSource:

@@ -73,6 +73,8 @@ class Settings:
     rate_limit_target_per_minute: int = 30
     rate_limit_owner_per_minute: int = 300  # confirms one registered business type may ask for
     rate_limit_owner_receiver_per_minute: int = 10  # confirms owner services may ask one receiver
+    # The window the per-minute limits count in (a test of waiting one out shortens it; a stack keeps 60).
+    rate_limit_window_seconds: int = 60
     # Invitations waiting for an answer: at most this many from one inviter, and to one target.
     invitations_pending_per_inviter: int = 10
     invitations_pending_per_target: int = 5

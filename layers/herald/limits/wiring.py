@@ -10,16 +10,21 @@ def rate_limiter(c: Container) -> RateLimiter:
     return RateLimiter(DynamoCounter(c.settings.rate_limits_table, c.clients.dynamodb), clock=c.clock)
 
 
+def _limit(scope: str, per_window: int) -> Limit:
+    """A limit of `per_window` requests per window (a minute; shorter only where a test sets it)."""
+    return Limit(scope, per_window, current().settings.rate_limit_window_seconds)
+
+
 def user_limit() -> Limit:
-    return Limit("user", current().settings.rate_limit_user_per_minute)
+    return _limit("user", current().settings.rate_limit_user_per_minute)
 
 
 def key_limit() -> Limit:
-    return Limit("key", current().settings.rate_limit_key_per_minute)
+    return _limit("key", current().settings.rate_limit_key_per_minute)
 
 
 def target_limit() -> Limit:
-    return Limit("target", current().settings.rate_limit_target_per_minute)
+    return _limit("target", current().settings.rate_limit_target_per_minute)
 
 
 def owner_limits() -> dict[str, Limit]:
@@ -27,6 +32,6 @@ def owner_limits() -> dict[str, Limit]:
     services ask one receiver (a person is not flooded with buttons)."""
     settings = current().settings
     return {
-        "owner": Limit("owner", settings.rate_limit_owner_per_minute),
-        "owner_receiver": Limit("owner_receiver", settings.rate_limit_owner_receiver_per_minute),
+        "owner": _limit("owner", settings.rate_limit_owner_per_minute),
+        "owner_receiver": _limit("owner_receiver", settings.rate_limit_owner_receiver_per_minute),
     }
