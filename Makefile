@@ -90,16 +90,17 @@ test-runs:
 	{ $(BIN)/pytest -m e2e --durations=5 \
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration --durations=10; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
-	$(BIN)/pytest -m "$(IN_PROCESS)" -n 2 --durations=15 \
+	$(BIN)/pytest -m "$(IN_PROCESS)" -n 2 --durations=25 \
 		&& $(BIN)/pytest -m "(integration or browser) and not crash" --durations=25; status=$$?; \
 	wait $$side; sided=$$?; echo "--- make dev's tests, then the integration suite on DynamoDB Local + fauxqs"; \
 	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak"; cat $(CRASH_LOG); \
 	[ $$status -eq 0 ] && [ $$sided -eq 0 ] && [ $$crashed -eq 0 ]
 
-## check: the quick loop while developing: lint and type check, then the unit and functional tests on both cores
+## check: the quick loop while developing: lint and type check, then the unit and functional tests, four workers
+## on the two cores (some of them wait on subprocesses and sockets)
 check: $(STAMP)
 	@$(MAKE) --no-print-directory lint-python
-	$(BIN)/pytest tests/unit tests/functional -m "$(IN_PROCESS)" -n 2 -q
+	$(BIN)/pytest tests/unit tests/functional -m "$(IN_PROCESS)" -n 4 -q
 
 ## openapi: write events/openapi.json, the document client generators read (a test fails when it is stale)
 openapi: $(STAMP)
