@@ -70,11 +70,12 @@ dev: $(STAMP)
 
 ## test: every test. First what the tests need, side by side (the venv, the npm installs, Chromium, SAM CLI, the
 ## client generator; each skipped when already there), then lint, the AWS build check and the clients side by
-## side, then three runs at once: the unit and functional tests spread over both cores, then the integration and
-## browser tests on moto (their local clouds one at a time: each cloud's pollers take CPU, and timing tests must
-## not starve); `make dev`'s tests (the README's, on its documented ports) and then the integration suite again
-## on the second engines (DynamoDB Local for the tables, fauxqs for the queues); and the crash soak, which mostly
-## waits for in-flight messages' visibility timeouts (as SQS would). The other runs' output follows the first's.
+## side, then three runs at once: the unit and functional tests spread over both cores, then the integration
+## tests on moto (their local clouds one at a time: each cloud's pollers take CPU, and timing tests must not
+## starve); `make dev`'s tests (the README's, on its documented ports), the integration suite again on the second
+## engines (DynamoDB Local for the tables, fauxqs for the queues), then the console's browser tests; and the crash
+## soak, which mostly waits for in-flight messages' visibility timeouts (as SQS would). The other runs' output
+## follows the first's.
 ## `make integration-matrix` runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
 SIDE_LOG := .herald/make-dev-and-second-engines.log
@@ -88,11 +89,13 @@ test-runs:
 	@mkdir -p .herald
 	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	{ $(BIN)/pytest -m e2e --durations=5 \
-		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration --durations=10; \
+		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration --durations=10 \
+		&& $(BIN)/pytest -m browser --durations=5; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(BIN)/pytest -m "$(IN_PROCESS)" -n 2 --durations=25 \
-		&& $(BIN)/pytest -m "(integration or browser) and not crash" --durations=25; status=$$?; \
-	wait $$side; sided=$$?; echo "--- make dev's tests, then the integration suite on DynamoDB Local + fauxqs"; \
+		&& $(BIN)/pytest -m "integration and not crash" --durations=25; status=$$?; \
+	wait $$side; sided=$$?; \
+	echo "--- make dev's tests, the integration suite on DynamoDB Local + fauxqs, the console in Chromium"; \
 	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak"; cat $(CRASH_LOG); \
 	[ $$status -eq 0 ] && [ $$sided -eq 0 ] && [ $$crashed -eq 0 ]
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from herald.confirms.wiring import confirm_operations
 from herald.container import current
 from herald.owners.wiring import registration_store
 from tests.functional.test_confirms_repair import api, clock, run_janitor
@@ -106,6 +107,8 @@ def test_a_dripping_owner_rests_and_the_janitor_serves_other_owners_in_the_same_
     owner.faults.clear()
     run_janitor()  # still resting: not asked again
     assert len(owner.calls) == 1
+    repaired = confirm_operations(current()).repair("lalu", rogue[0]["confirm_id"])  # an operator asks it now
+    assert len(owner.calls) == 2 and str(repaired.confirm.status) == "expired"
     clock.advance(60_000)
     run_janitor()  # the back-off ended and the owner answers: its confirms settle
     assert {status_of(api, c["confirm_id"]) for c in rogue} == {"expired"}

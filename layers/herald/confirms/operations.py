@@ -48,7 +48,7 @@ class ConfirmOperations:
     def repair(self, app_code: str, confirm_id: str) -> Repaired:
         """Settle the confirm from its owner's fact now, and send its failed pushes again (after the cause,
         e.g. an account Tencent did not know, is fixed)."""
-        confirm = self._confirms.settle(self._confirms.get(app_code, confirm_id))
+        confirm = self._confirms.settle_now(self._confirms.get(app_code, confirm_id))
         resent = []
         for delivery in self._deliveries.for_confirm(app_code, confirm_id):
             if delivery.status == "failed":

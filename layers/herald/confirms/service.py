@@ -272,6 +272,11 @@ class Confirms:
             return self._complete(reclaimed, "")
         return confirm
 
+    def settle_now(self, confirm: Confirm) -> Confirm:
+        """An operator's repair: the owner is asked now even while it rests (the operator says it is back)."""
+        self._backoff.answered((confirm.app_code, confirm.business_type))
+        return self.settle(confirm)
+
     def _asked(self, confirm: Confirm, question: Callable[[], OwnerFact]) -> OwnerFact:
         """The owner's truth for a repair. Only an action can be refused; an owner that refuses to state its
         truth is answering wrongly, which is an outage: the confirm waits (and counts as stuck) until it answers.
