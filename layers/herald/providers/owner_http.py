@@ -96,10 +96,8 @@ class GuardedTransport:
         except (ForbiddenUrl, budgets.OutOfTime) as exc:
             raise OwnerUnreachable(str(exc)) from exc
         connection = _PinnedConnection(target, addresses[0], self._connect_s, self._total_s, self._tls)
-        default_port = 443 if target.scheme == "https" else 80
-        host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
-        if ":" in target.host:
-            host_header = f"[{target.host}]" + ("" if target.port == default_port else f":{target.port}")
+        name = f"[{target.host}]" if ":" in target.host else target.host  # an IPv6 literal goes in brackets
+        host_header = name if target.port == (443 if target.scheme == "https" else 80) else f"{name}:{target.port}"
         sent = {**headers, "host": host_header, "user-agent": "Herald-Confirms/1", "connection": "close"}
         watchdog = _Watchdog(connection, self._total_s)
         try:
