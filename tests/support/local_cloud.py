@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -36,10 +37,27 @@ DYNAMODB_LOCAL_DIR = REPO / "infra" / "dynamodb-local" / "node_modules" / "dynam
 FAUXQS_DIR = REPO / "infra" / "fauxqs"
 
 
+def _ephemeral_start() -> int:
+    """Where the kernel starts handing out ports for binds to port 0 (Linux's default when it cannot say)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port nobody listens on, below the kernel's ephemeral range. A port the kernel picked for a bind to 0
+    could be picked again, for another process's bind to 0 (a fake, a client socket), before its new owner
+    binds it: under a parallel `make test` that handed a cloud's HTTP port to another cloud's fake."""
+    pick = random.SystemRandom()
+    while True:
+        port = pick.randrange(20_000, _ephemeral_start())
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # taken (or still in TIME_WAIT): another
+            return port
 
 
 def _wait(predicate: Any, timeout: float, what: str, log_path: Path | None = None) -> None:
