@@ -21,7 +21,7 @@ import jwt
 from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE
 
 from herald.ids import DEFAULT_APP_CODE
-from herald_dev.cloud import LOCAL_JWT_SECRET, LocalCloud, LocalCloudConfig
+from herald_dev.cloud import LOCAL_JWT_SECRET, LocalCloud, LocalCloudConfig, write_state
 from herald_dev.fakes import Providers
 
 
@@ -90,7 +90,7 @@ def cmd_backing(args: argparse.Namespace) -> int:
     moto.start()
     fakes = start_fakes(args.tencent_im_port, args.feishu_port)
     state = {"aws_endpoint": f"http://{args.host}:{args.moto_port}", "providers": fakes.providers.to_dict()}
-    Path(args.state_file).write_text(json.dumps(state))
+    write_state(Path(args.state_file), state)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -48,6 +48,15 @@ log = logging.getLogger("local-cloud")
 LOCAL_JWT_SECRET = "herald-local-development-secret-do-not-deploy"  # noqa: S105 - local only, by design
 
 
+def write_state(path: Path, state: dict[str, Any]) -> None:
+    """Write a state file whole or not at all: others wait for it to exist and then read it, so it appears by
+    a rename, never as an empty or half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(state, indent=2))
+    os.replace(partial, path)
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: the local cloud owns Ctrl-C for every part."""
 
@@ -360,8 +369,7 @@ class LocalCloud:
             "console": self.console_url,
             "pid": os.getpid(),
         }
-        self.config.state_file.parent.mkdir(parents=True, exist_ok=True)
-        self.config.state_file.write_text(json.dumps(state, indent=2))
+        write_state(self.config.state_file, state)
 
     async def serve(self) -> None:
         servers = []
