@@ -198,7 +198,7 @@ def events_blocked(**where: Any) -> int:
 
 @events.command(
     "unknown",
-    help="jobs whose side effect may or may not have happened: those Herald still settles (next_heal_at_ms) and "
+    help="jobs whose side effect may or may not have happened: those Herald still settles (next_settle_at_ms) and "
     "those it left to you (awaiting_operator), with its evidence (check Feishu, then resolve)",
 )
 @stack_options

@@ -118,7 +118,7 @@ class Settings:
     events_reserve_ms: int = budgets.EVENTS_RESERVE_MS  # no job is claimed with less Lambda time left than this
     events_retention_seconds: int = 7 * 86400  # completed jobs (the dedup window)
     events_unknown_ttl_seconds: int = 0  # UNKNOWN and failed jobs; 0 keeps them until an operator handles them
-    events_heal_attempts: int = (
+    events_settle_attempts: int = (
         6  # tries at settling an UNKNOWN job (backoff from events_retry_base_ms), then an operator
     )
     # How long after a job's first send a resend with its uuid is still deduplicated by Feishu (its rule: one

@@ -20,7 +20,7 @@ from herald.auth.service_keys import ServiceKeys
 from herald.clock import now_ms
 from herald.errors import Conflict
 from herald.events.models import ExternalEvent, JobStatus, Target
-from herald.events.wiring import event_stores, operations
+from herald.events.wiring import event_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.sqs_source import sqs_record
 from tests.conftest import clear_herald_caches
@@ -71,10 +71,8 @@ def titles(feishu: FakeFeishu, receive_id: str = "oc_ops") -> list[str]:
 
 
 def job_statuses(service_id: str) -> list[str]:
-    head = event_stores().dispatch.head(service_id)
-    return [
-        str(job.status) for seq in range(1, head.next_seq + 1) if (job := event_stores().dispatch.job(service_id, seq))
-    ]
+    head = event_store().head(service_id)
+    return [str(job.status) for seq in range(1, head.next_seq + 1) if (job := event_store().job(service_id, seq))]
 
 
 # ---------------------------------------------------------------------------------------------- intake
@@ -82,13 +80,13 @@ def test_accepted_event_is_stored_with_its_receive_sequence_and_a_retry_is_a_dup
     assert partner.accept("evt-1") == {"event_id": "evt-1", "status": "accepted", "duplicate": False}
     assert partner.accept("evt-1") == {"event_id": "evt-1", "status": "accepted", "duplicate": True}
     assert partner.accept("evt-2")["duplicate"] is False
-    assert event_stores().dispatch.head("scheduler").next_seq == 2
-    assert [event_stores().dispatch.job("scheduler", seq).event.event_id for seq in (1, 2)] == ["evt-1", "evt-2"]  # type: ignore[union-attr]
+    assert event_store().head("scheduler").next_seq == 2
+    assert [event_store().job("scheduler", seq).event.event_id for seq in (1, 2)] == ["evt-1", "evt-2"]  # type: ignore[union-attr]
 
 
 def test_reused_event_id_with_other_content_is_409_naming_the_stored_one(partner: Partner) -> None:
     partner.accept("evt-1", summary="first")
-    stored = event_stores().dispatch.job("scheduler", 1)
+    stored = event_store().job("scheduler", 1)
     assert stored is not None
     response = partner.post("evt-1", summary="second")
     assert response.status_code == 409
@@ -96,13 +94,13 @@ def test_reused_event_id_with_other_content_is_409_naming_the_stored_one(partner
     assert body["code"] == "CONFLICT" and body["data"]["reason"] == "event_id_reused"
     assert body["data"]["received_at_ms"] == stored.received_at_ms
     assert body["data"]["content_hash"] == stored.content_hash
-    assert event_stores().dispatch.head("scheduler").next_seq == 1
+    assert event_store().head("scheduler").next_seq == 1
 
 
 def test_target_outside_the_services_allowed_targets_is_403_and_stores_nothing(partner: Partner) -> None:
     response = partner.post("evt-1", target={"receive_id": "oc_elsewhere", "receive_id_type": "chat_id"})
     assert response.status_code == 403 and response.json()["data"]["reason"] == "target_not_allowed"
-    assert event_stores().dispatch.head("scheduler").next_seq == 0
+    assert event_store().head("scheduler").next_seq == 0
 
 
 @pytest.mark.parametrize(
@@ -123,7 +121,7 @@ def test_malformed_event_is_400_and_stores_nothing(partner: Partner, body: dict[
     response = partner.api.post("/events/external", json=body, headers=partner.headers)
     assert response.status_code == 400, why
     assert response.json()["code"] == "INVALID_ARGUMENT"
-    assert event_stores().dispatch.head("scheduler").next_seq == 0
+    assert event_store().head("scheduler").next_seq == 0
 
 
 def test_intake_needs_a_key_with_the_events_capability(api: TestClient, service_keys: ServiceKeys) -> None:
@@ -138,9 +136,9 @@ def test_intake_needs_a_key_with_the_events_capability(api: TestClient, service_
 def test_concurrent_intake_gives_each_event_its_own_sequence_in_commit_order(partner: Partner) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda n: partner.accept(f"evt-{n}"), range(40)))
-    head = event_stores().dispatch.head("scheduler")
+    head = event_store().head("scheduler")
     assert head.next_seq == 40
-    jobs = [event_stores().dispatch.job("scheduler", seq) for seq in range(1, 41)]
+    jobs = [event_store().job("scheduler", seq) for seq in range(1, 41)]
     assert sorted(job.event.event_id for job in jobs if job) == sorted(f"evt-{n}" for n in range(40))
     received = [job.received_at_ms for job in jobs if job]
     assert received == sorted(received)
@@ -156,7 +154,7 @@ def test_events_are_delivered_in_receive_order_with_one_token_for_many_sends(
     assert titles(feishu) == [f"event {n}" for n in range(8)]
     assert feishu.stats["token_requests"] == 1 and feishu.stats["sends"] == 8
     assert job_statuses("scheduler") == ["succeeded"] * 8
-    head = event_stores().dispatch.head("scheduler")
+    head = event_store().head("scheduler")
     assert (head.done_seq, head.next_seq) == (8, 8)
 
 
@@ -174,7 +172,7 @@ def test_card_revisions_update_forward_and_never_back(
         ("update", "r3"),
     ]
     assert [e["op"] for e in feishu.log if e["receive_id"] == "oc_other"] == ["send"]  # revisions per receiver
-    outcomes = [job.outcome for seq in range(1, 6) if (job := event_stores().dispatch.job("scheduler", seq))]
+    outcomes = [job.outcome for seq in range(1, 6) if (job := event_store().job("scheduler", seq))]
     assert outcomes == ["sent", "updated", "stale_revision", "same_revision", "sent"]
     assert len({e["message_id"] for e in feishu.log if e["receive_id"] == "oc_ops"}) == 1
 
@@ -210,7 +208,7 @@ def test_transient_failures_before_delivery_are_retried_and_bounded(
         events.release_deferred()
         events.drain()
     assert titles(feishu) == ["one", "two"]
-    first = event_stores().dispatch.job("scheduler", 1)
+    first = event_store().job("scheduler", 1)
     assert first is not None and first.attempts == 3 and first.status is JobStatus.SUCCEEDED
     # Retries are bounded: a job that keeps failing before its side effect fails, and blocks.
     feishu.queue_faults(*[{"op": "send", "code": 99991400, "status": 429}] * 5)
@@ -218,7 +216,7 @@ def test_transient_failures_before_delivery_are_retried_and_bounded(
     for _ in range(6):
         events.release_deferred()
         events.drain()
-    third = event_stores().dispatch.job("scheduler", 3)
+    third = event_store().job("scheduler", 3)
     assert third is not None and third.status is JobStatus.FAILED and "gave up after 5 attempts" in third.last_error
 
 
@@ -245,7 +243,7 @@ def test_send_answered_500_after_it_arrived_is_unknown_then_settled_by_a_resend_
     events.drain()
     assert titles(feishu) == ["event 0", "event 1", "event 2"]  # the resend was the same message
     assert job_statuses("scheduler") == ["succeeded"] * 3
-    first = event_stores().dispatch.job("scheduler", 1)
+    first = event_store().job("scheduler", 1)
     assert first is not None and first.message_id == feishu.log[0]["message_id"]
     assert first.resolutions[-1]["by"] == "herald" and first.evidence
 
@@ -296,16 +294,21 @@ def test_worker_dying_before_the_mark_runs_again_and_after_it_is_settled_by_the_
 ) -> None:
     partner.accept("e1", title="one")
     partner.accept("e2", title="two")
-    store = event_stores().dispatch
+    store = event_store()
     past = now_ms() - 1
     # A worker claimed job 1 and died before any external write; its lease ran out.
-    store.claim(store.job("scheduler", 1), "dead-worker", past, past)  # type: ignore[arg-type]
+    first = store.job("scheduler", 1)
+    assert first is not None
+    store.commit(first, first.claimed("dead-worker", past), past)
     events.drain()
     assert titles(feishu) == ["one", "two"]
     # A worker claimed job 3, marked its side effect, and died; its lease ran out.
     partner.accept("e3", title="three")
     events.pump_stream()
-    marked = store.mark(store.claim(store.job("scheduler", 3), "dead-worker", past, past), past)  # type: ignore[arg-type]
+    third = store.job("scheduler", 3)
+    assert third is not None
+    claimed = store.commit(third, third.claimed("dead-worker", past), past)
+    marked = store.commit(claimed, claimed.marked(past), past)
     assert marked.marked_at_ms
     events.drain()
     third = store.job("scheduler", 3)
@@ -324,7 +327,7 @@ def test_job_whose_target_was_removed_before_delivery_is_not_delivered_and_does_
     service_keys.revoke(partner.key_id)
     events.drain()
     assert titles(feishu) == [] and titles(feishu, "oc_other") == ["still allowed"]
-    first = event_stores().dispatch.job("scheduler", 1)
+    first = event_store().job("scheduler", 1)
     assert first is not None and first.status is JobStatus.REJECTED and first.outcome == "target_not_allowed"
 
 
@@ -383,12 +386,12 @@ def test_job_committed_between_the_dispatchers_reads_is_delivered_not_skipped(
 ) -> None:
     partner.accept("e0", title="zero")
     events.drain()
-    store = event_stores().dispatch
+    store = event_store()
     read_job = store.job
 
     def job_then_intake(service_id: str, seq: int) -> Any:
         found = read_job(service_id, seq)
-        if found is None and seq == 2 and event_stores().dispatch.head(service_id).next_seq < 2:
+        if found is None and seq == 2 and event_store().head(service_id).next_seq < 2:
             partner.accept("e1", title="one")  # commits job 2 (and the counter) right after this read
         return found
 
@@ -479,7 +482,7 @@ def test_a_drain_out_of_time_after_progress_hands_over_to_a_new_nudge_instead_of
 
 def test_received_at_never_runs_backwards_along_the_sequence_even_when_a_clock_does(partner: Partner) -> None:
     target = Target("chat_id", "oc_ops")
-    first = event_stores().intake.append("scheduler", ExternalEvent("a", "t", "A", "ok", "", target), lambda: 2_000)
-    second = event_stores().intake.append("scheduler", ExternalEvent("b", "t", "B", "ok", "", target), lambda: 1_000)
+    first = event_store().append("scheduler", ExternalEvent("a", "t", "A", "ok", "", target), lambda: 2_000)
+    second = event_store().append("scheduler", ExternalEvent("b", "t", "B", "ok", "", target), lambda: 1_000)
     assert (first.seq, first.received_at_ms) == (1, 2_000)
     assert (second.seq, second.received_at_ms) == (2, 2_000)

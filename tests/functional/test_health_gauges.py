@@ -81,7 +81,7 @@ def test_unknown_job_failed_push_and_unsent_turn_show_in_the_gauges(
     clear_herald_caches()
     gauges = publish(capsys)
     assert gauges["EventsUnknownJobs"] == 1 and gauges["EventsFailedJobs"] == 0
-    assert gauges["EventsUnknownHealing"] == 1  # not an operator's: no alarm for it
+    assert gauges["EventsUnknownSettling"] == 1  # not an operator's: no alarm for it
     assert gauges["EventsBlockedServices"] == 2 and gauges["EventsOldestBlockedAge"] >= 0
     assert gauges["ImPushFailedDeliveries"] == 1
     assert gauges["TurnsStuck"] == 1

@@ -12,8 +12,8 @@ from herald_ops.cli import main
 from moto import mock_aws
 
 from herald.clock import now_ms
-from herald.events.dynamo import DynamoDispatchStore, DynamoIntakeStore
-from herald.events.models import ExternalEvent, JobStatus
+from herald.events.dynamo import DynamoEventStore
+from herald.events.models import ExternalEvent
 from herald_dev import moto_patches
 from tests.support.aws import create_stack
 
@@ -64,10 +64,10 @@ def deployed() -> Iterator[str]:
 
 
 def test_an_operators_resolution_follows_the_deployed_stacks_retention(deployed: str) -> None:
-    job = DynamoIntakeStore(deployed).append("scheduler", ExternalEvent.from_content("e1", EVENT), now_ms)
-    store = DynamoDispatchStore(deployed)
-    job = store.claim(job, "attempt-1", now_ms() + 60_000, now_ms())
-    store.block(job, JobStatus.FAILED, "Feishu refused it", now_ms(), None)
+    store = DynamoEventStore(deployed)
+    job = store.append("scheduler", ExternalEvent.from_content("e1", EVENT), now_ms)
+    job = store.commit(job, job.claimed("attempt-1", now_ms() + 60_000), now_ms())
+    store.commit(job, job.failed("Feishu refused it", now_ms(), None), now_ms())
 
     before = now_ms()
     assert main(["events", "resolve", "scheduler:1", "--skip", "--by", "alice", "--stack", STACK]) == 0

@@ -127,10 +127,10 @@ def test_an_unknown_send_heals_itself_one_card_per_card_id_and_later_revisions_u
 
 
 def _job(cloud: LocalCloudProcess, partner: Partner, seq: int) -> dict[str, Any]:
-    from herald.events.dynamo import EventsTable
+    from herald.events.dynamo import DynamoEventStore
     from herald.events.operations import describe
 
-    job = EventsTable(cloud.resource("ExternalEventsTable"), cloud.client("dynamodb")).job(partner.service_id, seq)
+    job = DynamoEventStore(cloud.resource("ExternalEventsTable"), cloud.client("dynamodb")).job(partner.service_id, seq)
     assert job is not None
     return describe(job)
 

@@ -338,18 +338,18 @@ class LoadRun:
         while True:
             await self._resolve_unknown_jobs(client)
             result = await self._count(client)
-            result["unknown_healed_by_herald"] = await asyncio.to_thread(self._healed_by_herald)
+            result["unknown_settled_by_herald"] = await asyncio.to_thread(self._settled_by_herald)
             result["unknown_resolved_by_operator"] = self.unknown_resolved
             if result["lost"] == 0 or time.monotonic() > deadline:
                 return result
             await asyncio.sleep(1)
 
     def _events_store(self) -> Any:
-        from herald.events.dynamo import DynamoOperationsStore
+        from herald.events.dynamo import DynamoEventStore
 
-        return DynamoOperationsStore(self.resources["ExternalEventsTable"]["Ref"], self.dynamodb)
+        return DynamoEventStore(self.resources["ExternalEventsTable"]["Ref"], self.dynamodb)
 
-    def _healed_by_herald(self) -> int:
+    def _settled_by_herald(self) -> int:
         """UNKNOWN jobs of this run Herald settled itself (a resolution by `herald` on the job)."""
         store, service_id = self._events_store(), f"load-{self.run_id}"
         jobs = (store.job(service_id, seq) for seq in range(1, store.head(service_id).next_seq + 1))
@@ -359,8 +359,7 @@ class LoadRun:
         """The operator's runbook for an UNKNOWN job Herald left to one (past Feishu's uuid window, or out of
         tries): look in Feishu for the card; found, record it as sent with its message id; not found, requeue
         it. Jobs Herald is still settling are left to it."""
-        from herald.events.dispatch import DispatchPolicy
-        from herald.events.models import JobStatus
+        from herald.events.models import DispatchPolicy, JobStatus
         from herald.events.operations import EventOperations
 
         operations = EventOperations(self._events_store(), DispatchPolicy())

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from herald.auth.models import ServiceKeyRecord
+from herald.clock import Clock
 from herald.errors import NotFound
+from herald.events.models import (
+    CardMessage,
+    CardWrite,
+    DuplicateEvent,
+    ExternalEvent,
+    Guard,
+    Job,
+    JobStatus,
+    ServiceHead,
+    StaleJob,
+    StoredEvent,
+    Target,
+)
 from herald.realtime.models import Connection
 
 
@@ -269,30 +283,27 @@ class InMemoryConfirmStore:
 
 
 class InMemoryJobStore:
-    """The external-event job store's ports (intake, dispatch, operations) in memory, with the Dynamo store's
-    conditions: a job's write lands only on the status (and attempt or generation) it was decided from, the
-    head's cursor only moves from where it was read (else StaleJob, or nothing for `advance`).
+    """The external-event store's ports (intake, dispatch, operations, the janitor's reads) in memory. A commit
+    lands only where `Guard.of(before, after)` holds, as on DynamoDB; the contract suite
+    (tests/unit/test_job_store_contract.py) runs the same scenarios on both.
 
-    `before[name]` holds calls to make once, just before the next call of that method: a race test makes a
-    competing decision there, between one decision's reads and its write."""
+    `before[name]` holds calls to make once, just before the next call of that method (or that step of a
+    commit: claim, mark, settle, retry, block, complete, resolve): a race test makes a competing decision
+    there, between one decision's reads and its write."""
 
     def __init__(self) -> None:
-        from herald.events.models import CardMessage, Job, ServiceHead, StoredEvent
-
         self.heads: dict[str, ServiceHead] = {}
         self.jobs: dict[tuple[str, int], Job] = {}
         self.events: dict[tuple[str, str], StoredEvent] = {}
         self.cards: dict[tuple[str, str, str], CardMessage] = {}
-        self.before: dict[str, list[Any]] = {}
+        self.before: dict[str, list[Callable[[], object]]] = {}
 
     def _hook(self, name: str) -> None:
         while self.before.get(name):
             self.before[name].pop(0)()
 
     # intake
-    def append(self, service_id: str, event: Any, clock: Any) -> Any:
-        from herald.events.models import DuplicateEvent, Job, ServiceHead, StoredEvent
-
+    def append(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
         self._hook("append")
         stored = self.events.get((service_id, event.event_id))
         if stored is not None:
@@ -306,25 +317,21 @@ class InMemoryJobStore:
         return job
 
     # reads
-    def head(self, service_id: str) -> Any:
-        from herald.events.models import ServiceHead
-
+    def head(self, service_id: str) -> ServiceHead:
         self._hook("head")
         return self.heads.get(service_id, ServiceHead(service_id))
 
-    def job(self, service_id: str, seq: int) -> Any:
+    def job(self, service_id: str, seq: int) -> Job | None:
         self._hook("job")
         return self.jobs.get((service_id, seq))
 
-    def card(self, service_id: str, card_id: str, target: Any) -> Any:
+    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None:
         return self.cards.get((service_id, card_id, target.key))
 
-    def blocked(self) -> list[Any]:
+    def blocked(self) -> list[Job]:
         return sorted((j for j in self.jobs.values() if j.status.blocking), key=lambda j: j.blocked_at_ms)
 
-    def in_flight_until(self, before_ms: int) -> list[Any]:
-        from herald.events.models import JobStatus
-
+    def in_flight_until(self, before_ms: int) -> list[Job]:
         return [
             j
             for j in self.jobs.values()
@@ -338,140 +345,38 @@ class InMemoryJobStore:
         if head.done_seq == from_seq:
             self.heads[service_id] = dataclasses.replace(head, done_seq=to_seq)
 
-    def _write(self, name: str, job: Any, still: Any, **changes: Any) -> Any:
-        from herald.events.models import StaleJob
-
-        self._hook(name)
-        current = self.jobs[(job.service_id, job.seq)]
-        if not still(current):
-            raise StaleJob(f"job {job.job_id} changed")
-        written = self.jobs[(job.service_id, job.seq)] = dataclasses.replace(current, **changes)
-        return written
-
-    @staticmethod
-    def _by_attempt(job: Any) -> Any:
-        return lambda current: (current.status, current.attempt_id) == (job.status, job.attempt_id)
-
-    def claim(self, job: Any, attempt_id: str, lease_until_ms: int, now: int) -> Any:
-        from herald.events.models import JobStatus
-
-        if job.status is JobStatus.RUNNING:
-
-            def still(current: Any) -> bool:
-                taken_over = self._by_attempt(job)(current) and current.lock_until_ms < now
-                return bool(taken_over and not current.marked_at_ms)
-        else:
-
-            def still(current: Any) -> bool:
-                return bool((current.status, current.generation) == (job.status, job.generation))
-
-        return self._write(
-            "claim",
-            job,
-            still,
-            status=JobStatus.RUNNING,
-            attempt_id=attempt_id,
-            lock_until_ms=lease_until_ms,
-            attempts=job.attempts + 1,
-        )
-
-    def mark(self, job: Any, now: int) -> Any:
-        first = job.first_marked_at_ms or now
-        return self._write("mark", job, self._by_attempt(job), marked_at_ms=now, first_marked_at_ms=first)
-
-    def settle(self, job: Any, attempt_id: str, lease_until_ms: int, now: int) -> Any:
-        from herald.events.models import JobStatus
-
-        def still(current: Any) -> bool:
-            as_read = (current.status, current.generation, current.next_heal_at_ms)
-            return bool(as_read == (JobStatus.UNKNOWN, job.generation, job.next_heal_at_ms))
-
-        self._write("settle", job, still)
-        settling = self.jobs[(job.service_id, job.seq)] = job.settling(attempt_id, lease_until_ms, now)
-        return settling
-
-    def retry(self, job: Any, error: str, next_attempt_at_ms: int, now: int) -> None:
-        from herald.events.models import JobStatus
-
-        self._write(
-            "retry",
-            job,
-            self._by_attempt(job),
-            status=JobStatus.QUEUED,
-            next_attempt_at_ms=next_attempt_at_ms,
-            last_error=error,
-            lock_until_ms=0,
-            marked_at_ms=0,
-        )
-
-    def block(
-        self, job: Any, status: Any, reason: str, now: int, expires_at_ms: int | None, heal_at_ms: int = 0
-    ) -> None:
-        from herald.events.models import JobStatus
-
-        evidence = (*job.evidence, f"{now}: {reason}") if status is JobStatus.UNKNOWN else job.evidence
-        self._write(
-            "block", job, self._by_attempt(job), status=status, last_error=reason, blocked_at_ms=job.blocked_since(now),
-            next_heal_at_ms=heal_at_ms, evidence=evidence, lock_until_ms=0,
-        )  # fmt: skip
-
-    def complete(
-        self,
-        job: Any,
-        status: Any,
-        outcome: str,
-        message_id: str,
-        now: int,
-        expires_at_ms: int,
-        card: Any,
-        resolution: dict[str, Any] | None = None,
-    ) -> None:
-        from herald.events.models import StaleJob
-
-        head = self.heads[job.service_id]
-        if head.done_seq != job.seq - 1:
-            raise StaleJob(f"the head of {job.service_id} moved")
+    def commit(
+        self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
+    ) -> Job:
+        self._hook(_step(before, after))
+        key = (after.service_id, after.seq)
+        head = self.heads[after.service_id]
+        held = Guard.of(before, after, at_ms).holds(self.jobs[key])
+        if advance and head.done_seq != after.seq - 1:
+            held = False
         if card is not None:
             current = self.cards.get((card.service_id, card.card_id, card.target.key))
-            if (current.revision if current else None) != card.expected_revision:
-                raise StaleJob(f"card {card.card_id} changed")
-        resolutions = job.resolutions if resolution is None else (*job.resolutions, resolution)
-        self._write(
-            "complete", job, self._by_attempt(job), status=status, outcome=outcome, message_id=message_id,
-            finished_at_ms=now, resolutions=resolutions, next_heal_at_ms=0,
-        )  # fmt: skip
-        self.heads[job.service_id] = dataclasses.replace(head, done_seq=job.seq)
+            held = held and (current.revision if current else None) == card.expected_revision
+        if not held:
+            if self.jobs[key].same_step(after):
+                return after
+            raise StaleJob(f"job {after.job_id} changed")
+        self.jobs[key] = after
+        if advance:
+            self.heads[after.service_id] = dataclasses.replace(head, done_seq=after.seq)
         if card is not None:
             self.cards[(card.service_id, card.card_id, card.target.key)] = card.card
+        return after
 
-    def resolve(
-        self,
-        job: Any,
-        status: Any,
-        resolution: dict[str, Any],
-        now: int,
-        expires_at_ms: int | None,
-        message_id: str = "",
-        card: Any = None,
-    ) -> Any:
-        from herald.events.models import JobStatus
 
-        def still(current: Any) -> bool:
-            return bool((current.status, current.generation) == (job.status, job.generation))
-
-        return self._write(
-            "resolve",
-            job,
-            still,
-            status=status,
-            attempts=0 if status is JobStatus.QUEUED else job.attempts,
-            generation=job.generation + 1,
-            resolutions=(*job.resolutions, resolution),
-            message_id=message_id or job.message_id,
-            attempt_id="",
-            marked_at_ms=0,
-            lock_until_ms=0,
-            next_attempt_at_ms=0,
-            heals=0,
-            next_heal_at_ms=0,
-        )
+def _step(before: Job, after: Job) -> str:
+    """Which of a job's steps a commit makes, for the race hooks."""
+    if before.status.blocking and after.status is not JobStatus.RUNNING:
+        return "resolve"
+    if before.status is JobStatus.UNKNOWN:
+        return "settle"
+    if after.status is JobStatus.RUNNING:
+        return "mark" if after.attempt_id == before.attempt_id and before.status is JobStatus.RUNNING else "claim"
+    if after.status is JobStatus.QUEUED:
+        return "retry"
+    return "block" if after.status.blocking else "complete"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from herald.events.dispatch import DispatchPolicy, DrainResult, EventDispatcher
-from herald.events.models import Card, ExternalEvent, JobStatus, StaleJob
+from herald.events.dispatch import DrainResult, EventDispatcher
+from herald.events.models import Card, DispatchPolicy, ExternalEvent, JobStatus, StaleJob
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
 from tests.support.fakes import InMemoryJobStore
@@ -128,8 +128,8 @@ def test_an_operator_resolution_racing_a_requeue_applies_once(
 
     intake.accept("svc", frozenset({"chat_id:oc_1"}), event("e1", "one"))
     job = store.jobs[("svc", 1)]
-    running = store.claim(job, "a1", clock() + LEASE_MS, clock())
-    store.block(running, JobStatus.FAILED, "refused", clock(), None)
+    running = store.commit(job, job.claimed("a1", clock() + LEASE_MS), clock())
+    store.commit(running, running.failed("refused", clock(), None), clock())
     operations = EventOperations(store, DispatchPolicy(), clock)
     store.before["resolve"] = [lambda: operations.skip("svc:1", by="alice")]
     with pytest.raises(Conflict) as refused:

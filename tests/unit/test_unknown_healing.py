@@ -9,16 +9,9 @@ from dataclasses import replace
 import pytest
 
 from herald.errors import DeliveryError
-from herald.events.dispatch import (
-    FEISHU_UUID_WINDOW_MS,
-    DispatchPolicy,
-    DrainResult,
-    EventDispatcher,
-    EventsJanitor,
-    NotYet,
-    Nudge,
-)
-from herald.events.models import Card, ExternalEvent, Job, JobStatus
+from herald.events.dispatch import DrainResult, EventDispatcher, NotYet
+from herald.events.models import FEISHU_UUID_WINDOW_MS, Card, DispatchPolicy, ExternalEvent, Job, JobStatus
+from herald.events.nudges import EventsJanitor, Nudge
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
 from tests.support.fakes import InMemoryJobStore
@@ -99,7 +92,7 @@ class Harness:
         self.feishu = ScriptedFeishu(self.clock)
         self.intake = EventIntake(self.store, self.clock)
         self.outcomes: list[str] = []
-        self.policy = DispatchPolicy(lease_ms=LEASE_MS, reserve_ms=0, heal_attempts=3, send_dedup_window_ms=WINDOW_MS)
+        self.policy = DispatchPolicy(lease_ms=LEASE_MS, reserve_ms=0, settle_attempts=3, send_dedup_window_ms=WINDOW_MS)
 
     def post(self, event_id: str, title: str, card_id: str | None = None, revision: int | None = None) -> None:
         data: dict[str, object] = {"title": title, "status": "running", "summary": "", "target": TARGET}
@@ -148,7 +141,7 @@ def test_a_send_accepted_but_not_answered_is_resent_with_its_uuid_and_recorded_w
     with pytest.raises(NotYet):  # unknown, and tried again after a backoff
         herald.drain()
     unknown = herald.job()
-    assert unknown.status is JobStatus.UNKNOWN and not unknown.awaiting_operator and unknown.next_heal_at_ms
+    assert unknown.status is JobStatus.UNKNOWN and not unknown.awaiting_operator and unknown.next_settle_at_ms
     assert herald.drain_until_settled() is DrainResult.CAUGHT_UP
     settled = herald.job()
     assert settled.status is JobStatus.SUCCEEDED and settled.message_id == "om_1"
@@ -156,7 +149,7 @@ def test_a_send_accepted_but_not_answered_is_resent_with_its_uuid_and_recorded_w
     (resolution,) = settled.resolutions
     assert resolution["by"] == "herald" and resolution["action"] == "settled" and "om_1" in resolution["note"]
     assert settled.evidence and "not answered as done" in settled.evidence[0]
-    assert herald.outcomes.count("healed") == 1
+    assert herald.outcomes.count("settled") == 1
 
 
 def test_a_worker_that_died_after_the_mark_is_settled_by_the_next_drain_at_once(herald: Harness) -> None:
@@ -165,7 +158,7 @@ def test_a_worker_that_died_after_the_mark_is_settled_by_the_next_drain_at_once(
     herald.feishu.next = ["crash"]
     with pytest.raises(Crash):
         herald.drain()
-    assert herald.job().status is JobStatus.UNKNOWN and herald.job().next_heal_at_ms <= herald.clock()
+    assert herald.job().status is JobStatus.UNKNOWN and herald.job().next_settle_at_ms <= herald.clock()
     assert herald.drain() is DrainResult.CAUGHT_UP
     assert herald.feishu.messages == {"om_1": ["one"], "om_2": ["two"]}
     assert [herald.job(seq).status for seq in (1, 2)] == [JobStatus.SUCCEEDED, JobStatus.SUCCEEDED]
@@ -174,8 +167,8 @@ def test_a_worker_that_died_after_the_mark_is_settled_by_the_next_drain_at_once(
 def test_a_lease_that_ran_out_after_the_mark_is_settled_in_the_same_drain(herald: Harness) -> None:
     herald.post("e1", "one")
     job = herald.job()
-    claimed = herald.store.claim(job, "a1", herald.clock() + LEASE_MS, herald.clock())
-    herald.store.mark(claimed, herald.clock())  # ... and the worker vanished before its send's answer
+    claimed = herald.store.commit(job, job.claimed("a1", herald.clock() + LEASE_MS), herald.clock())
+    herald.store.commit(claimed, claimed.marked(herald.clock()), herald.clock())  # ... then the worker vanished
     herald.feishu.send_card("chat_id", "oc_1", Card("one", "running", "", "t"), job.feishu_uuid)
     herald.clock.advance(LEASE_MS + 1)
     assert herald.drain() is DrainResult.CAUGHT_UP
@@ -223,7 +216,7 @@ def test_a_job_not_settled_in_its_tries_waits_for_an_operator(herald: Harness) -
     herald.feishu.next = ["lost", "lost", "lost", "lost"]
     assert herald.drain_until_settled() is DrainResult.BLOCKED
     job = herald.job()
-    assert job.awaiting_operator and job.heals == 3 and "not settled after 3 tries" in job.evidence[-1]
+    assert job.awaiting_operator and job.settle_tries == 3 and "not settled after 3 tries" in job.evidence[-1]
     assert len(job.evidence) == 4 and herald.feishu.messages == {"om_1": ["one"]}
 
 
@@ -233,7 +226,7 @@ def test_a_refusal_that_proves_nothing_about_the_first_try_leaves_it_to_an_opera
     herald.feishu.next = ["ok", "lost", "gone"]  # the card's message was deleted meanwhile
     assert herald.drain_until_settled() is DrainResult.BLOCKED
     job = herald.job(2)
-    assert job.awaiting_operator and job.heals == 1 and "230011" in job.evidence[-1]
+    assert job.awaiting_operator and job.settle_tries == 1 and "230011" in job.evidence[-1]
 
 
 def unknown_and_due(herald: Harness) -> None:
@@ -276,8 +269,8 @@ def test_the_janitor_nudges_side_effects_left_behind_and_not_those_still_in_time
     janitor = EventsJanitor(herald.store, nudged.append, grace_ms=120_000, clock=herald.clock)
     herald.post("e1", "one")
     herald.post("e2", "two")
-    claimed = herald.store.claim(herald.job(1), "a1", herald.clock() + LEASE_MS, herald.clock())
-    herald.store.mark(claimed, herald.clock())
+    claimed = herald.store.commit(herald.job(1), herald.job(1).claimed("a1", herald.clock() + LEASE_MS), herald.clock())
+    herald.store.commit(claimed, claimed.marked(herald.clock()), herald.clock())
     assert janitor.nudge_overdue() == []  # its lease still runs
     herald.clock.advance(LEASE_MS + 120_001)
     (nudge,) = janitor.nudge_overdue()
@@ -289,12 +282,12 @@ def test_the_janitor_nudges_side_effects_left_behind_and_not_those_still_in_time
 def test_only_a_blocked_job_moved_on_by_an_operator_or_removed_nudges_its_service_not_a_settling_try(
     herald: Harness,
 ) -> None:
-    from herald.events.dispatch import nudges_for
     from herald.events.models import JobStatus as Status
+    from herald.events.nudges import nudges_for
 
     herald.post("e1", "one")
     queued = herald.job()
-    unknown = replace(queued, status=Status.UNKNOWN, next_heal_at_ms=1)
+    unknown = replace(queued, status=Status.UNKNOWN, next_settle_at_ms=1)
     assert [n.why for n in nudges_for(None, queued)] == ["new"]
     assert nudges_for(unknown, unknown.settling("a2", 2, 1)) == []  # its worker carries on
     assert [n.why for n in nudges_for(unknown, replace(unknown, status=Status.QUEUED, generation=1))] == ["resolved-1"]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -33,69 +32,44 @@ from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
 from herald.events.models import (
-    JOB_TRANSITIONS,
+    UUID_WINDOW_MARGIN_MS,
     Card,
     CardDecision,
     CardMessage,
     CardWrite,
-    ExternalEvent,
+    DispatchPolicy,
     Job,
     JobStatus,
     ServiceHead,
     StaleJob,
     Target,
+    card_write,
     decide_card,
 )
+from herald.events.nudges import Nudge
 
-MAX_BACKOFF_MS = 300_000
-# Feishu im/v1/messages create: "requests holding the same uuid succeed in sending at most one message
-# within 1 hour" (持有相同uuid的请求1小时内至多成功发送一条消息).
-FEISHU_UUID_WINDOW_MS = 3_600_000
-UUID_WINDOW_MARGIN_MS = 300_000  # Herald's clock and Feishu's may disagree by this much
+OPERATOR_DECIDES = "an operator decides"
 
 
 class DispatchStore(Protocol):
-    """What the dispatcher reads and writes: the head, one job at a time, and card mappings."""
+    """What the dispatcher reads, and its writes: a job's step, and the cursor moved past finished jobs."""
 
     def head(self, service_id: str) -> ServiceHead: ...
 
     def job(self, service_id: str, seq: int) -> Job | None: ...
 
+    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
+
     def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
         """Move the service's cursor from `from_seq` to `to_seq` (no-op if someone already did)."""
         ...
 
-    def claim(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job: ...
-
-    def mark(self, job: Job, now: int) -> Job:
-        """Record that the side effect may start now (and, the first time, when the first one may have)."""
+    def commit(
+        self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
+    ) -> Job:
+        """`after` over `before` if the stored job is still as `before` (StaleJob if not); with the card
+        mapping it leaves, and, when `advance`, the service's cursor moved past it."""
         ...
-
-    def retry(self, job: Job, error: str, next_attempt_at_ms: int, now: int) -> None: ...
-
-    def block(
-        self, job: Job, status: JobStatus, reason: str, now: int, expires_at_ms: int | None, heal_at_ms: int = 0
-    ) -> None:
-        """Block the running job; an unknown one keeps `reason` in its evidence, and `heal_at_ms` (0: none)."""
-        ...
-
-    def settle(self, job: Job, attempt_id: str, lease_until_ms: int, now: int) -> Job:
-        """Take the unknown job back to running, marked, for one try at settling it (StaleJob if it moved)."""
-        ...
-
-    def complete(
-        self,
-        job: Job,
-        status: JobStatus,
-        outcome: str,
-        message_id: str,
-        now: int,
-        expires_at_ms: int,
-        card: CardWrite | None,
-        resolution: dict[str, Any] | None = None,
-    ) -> None: ...
-
-    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
 
 
 class TargetPolicy(Protocol):
@@ -112,24 +86,6 @@ class Messenger(Protocol):
     def update_card(self, message_id: str, card: Card) -> None: ...
 
 
-@dataclass(frozen=True)
-class DispatchPolicy:
-    lease_ms: int = budgets.EVENTS_LEASE_MS
-    max_attempts: int = budgets.EVENTS_MAX_ATTEMPTS
-    retry_base_ms: int = 2_000
-    reserve_ms: int = budgets.EVENTS_RESERVE_MS
-    retention_ms: int = 7 * 86_400_000
-    unknown_ttl_ms: int = 0  # 0: blocked jobs stay until an operator handles them
-    heal_attempts: int = 6  # tries at settling an unknown job, before an operator decides
-    send_dedup_window_ms: int = FEISHU_UUID_WINDOW_MS - UUID_WINDOW_MARGIN_MS
-
-    def backoff_ms(self, attempts: int) -> int:
-        return int(min(self.retry_base_ms * 2 ** max(0, attempts - 1), MAX_BACKOFF_MS))
-
-    def blocked_expiry(self, now: int) -> int | None:
-        return now + self.unknown_ttl_ms if self.unknown_ttl_ms > 0 else None
-
-
 class NotYet(Exception):
     """The service has work that cannot run now; ask again after `delay_ms`."""
 
@@ -142,62 +98,6 @@ class DrainResult(StrEnum):
     CAUGHT_UP = "caught_up"
     BLOCKED = "blocked"
     PAUSED = "paused"  # out of time after some jobs ran: a continuation nudge carries on
-
-
-def card_of(event: ExternalEvent) -> Card:
-    return Card(
-        title=event.title,
-        status=event.status,
-        summary=event.summary,
-        event_type=event.event_type,
-        markdown=event.markdown,
-    )
-
-
-@dataclass(frozen=True)
-class Nudge:
-    """A dispatch message: `service_id` has work (a new job, or a blocked one resolved or removed)."""
-
-    service_id: str
-    seq: int
-    why: str
-
-    @property
-    def dedup_id(self) -> str:
-        return f"{self.service_id}:{self.seq}:{self.why}"
-
-    def to_message(self) -> dict[str, Any]:
-        return {"service_id": self.service_id, "seq": self.seq, "why": self.why}
-
-
-def nudges_for(old: Job | None, new: Job | None) -> list[Nudge]:
-    """The dispatch messages one stored change of a job calls for (the table's stream is the outbox).
-    A retry needs none: the message that ran the attempt comes back for it; nor does a worker taking an
-    unknown job back to running to settle it (that worker carries on, or the janitor finds its lease ended)."""
-    if new is not None and old is None:
-        return [Nudge(new.service_id, new.seq, "new")]
-    unblocked = new is None or not (new.status.blocking or new.status is JobStatus.RUNNING)
-    if old is not None and old.status.blocking and unblocked:
-        why = "removed" if new is None else f"resolved-{new.generation}"
-        return [Nudge(old.service_id, old.seq, why)]
-    return []
-
-
-def card_write(job: Job, message_id: str, current: CardMessage | None) -> CardWrite | None:
-    """The card mapping a delivered job leaves: none for a one-off event, or when `current` already shows a
-    newer revision (the mapping stays)."""
-    event = job.event
-    if event.card_id is None or event.revision is None:
-        return None
-    if current is not None and current.revision > event.revision:
-        return None
-    return CardWrite(
-        service_id=job.service_id,
-        card_id=event.card_id,
-        target=event.target,
-        card=CardMessage(message_id=message_id, revision=event.revision, content_hash=job.content_hash),
-        expected_revision=current.revision if current else None,
-    )
 
 
 class EventDispatcher:
@@ -227,102 +127,119 @@ class EventDispatcher:
 
     def drain(self, service_id: str, remaining_ms: Callable[[], int]) -> DrainResult:
         allowed = self._targets.allowed_targets(service_id)  # read once a drain: a narrowing applies from the next
-        done = started_at = self._store.head(service_id).done_seq
+        cursor = started_at = self._store.head(service_id).done_seq
+        while (job := self._next_unfinished(service_id, cursor)) is not None:
+            cursor = job.seq - 1
+            if job.awaiting_operator:
+                return DrainResult.BLOCKED
+            now = self._clock()
+            self._wait_until_due(job, now)
+            if job.status is JobStatus.RUNNING and job.marked_at_ms:
+                self._left_behind(
+                    job, "interrupted after its side effect was marked (its worker died or ran out of time)"
+                )
+                continue  # read it again: to be settled now, or left to an operator
+            left = remaining_ms()
+            if left < self._policy.reserve_ms:
+                return self._pause(service_id, cursor, started_at, left)
+            settling = job.status is JobStatus.UNKNOWN
+            claimed = self._claim(job, now)
+            if claimed is None:  # another worker (or an operator) moved it first: read it again
+                continue
+            if not (self._settle(claimed, allowed) if settling else self._deliver(claimed, allowed)):
+                return DrainResult.BLOCKED
+            cursor = job.seq
+        return DrainResult.CAUGHT_UP
+
+    # ------------------------------------------------------------------ the head job
+    def _next_unfinished(self, service_id: str, done: int) -> Job | None:
+        """The service's lowest unfinished job after `done` (None when caught up). The cursor moves past jobs
+        an operator finished and past blocked jobs removed by their configured TTL."""
         while True:
             seq = done + 1
             job = self._store.job(service_id, seq)
             if job is None:
                 head = self._store.head(service_id)
                 if head.next_seq < seq:
-                    return DrainResult.CAUGHT_UP
+                    return None
                 # A job commits with the counter, so it may have arrived between the two reads: read it again.
                 job = self._store.job(service_id, seq)
-            if job is None:
-                if head.done_seq < seq:  # a blocked job removed by its configured TTL: the service goes on
-                    self._store.advance(service_id, done, seq)
-                done = max(seq, head.done_seq)
-                continue
-            if job.status.completed:  # finished by an operator's resolution: move the cursor past it
-                self._store.advance(service_id, done, seq)
-                done = seq
-                continue
-            if job.awaiting_operator:
-                return DrainResult.BLOCKED
-            now = self._clock()
-            if job.status is JobStatus.UNKNOWN and job.next_heal_at_ms > now:
-                raise NotYet(f"job {job.job_id} is being settled; next try later", job.next_heal_at_ms - now)
-            if job.status is JobStatus.RUNNING:
-                if job.lock_until_ms > now:
-                    raise NotYet(f"job {job.job_id} is held by another worker", job.lock_until_ms - now)
-                if job.marked_at_ms:
-                    self._unknown(
-                        job, "interrupted after its side effect was marked (its worker died or ran out of time)"
-                    )
-                    continue  # read it again: to be settled now, or left to an operator
-                # Interrupted before the mark: nothing reached the provider, so it simply runs again.
-            elif job.status is JobStatus.QUEUED and job.next_attempt_at_ms > now:
-                raise NotYet(f"job {job.job_id} waits for its retry", job.next_attempt_at_ms - now)
-            left = remaining_ms()
-            if left < self._policy.reserve_ms:
-                if done == started_at:
-                    raise budgets.OutOfTime(f"{left} ms left, {self._policy.reserve_ms} ms needed to claim a job")
-                self._nudge(Nudge(service_id, done, "continue"))
-                return DrainResult.PAUSED
-            _require_move(job, JobStatus.RUNNING)
-            attempt, lease = secrets.token_hex(8), now + self._policy.lease_ms
-            settling = job.status is JobStatus.UNKNOWN
-            current, decision = self._decision(job) if settling else (None, CardDecision.SEND)
-            try:  # the attempt's first write: lost to another worker (or an operator), the job is read again
-                claimed = (
-                    self._store.settle(job, attempt, lease, now)
-                    if settling
-                    else self._store.claim(job, attempt, lease, now)
-                )
-            except StaleJob:
-                continue
-            finished = self._settle(claimed, allowed, current, decision) if settling else self._run(claimed, allowed)
-            if not finished:
-                return DrainResult.BLOCKED
+                if job is None:
+                    if head.done_seq < seq:
+                        self._store.advance(service_id, done, seq)
+                    done = max(seq, head.done_seq)
+                    continue
+            if not job.status.completed:
+                return job
+            self._store.advance(service_id, done, seq)
             done = seq
 
+    def _wait_until_due(self, job: Job, now: int) -> None:
+        """NotYet while the job is not for this worker yet: its retry's or settling's time, another's lease."""
+        waits = {
+            JobStatus.UNKNOWN: (job.next_settle_at_ms, "is being settled; next try later"),
+            JobStatus.RUNNING: (job.lock_until_ms, "is held by another worker"),
+            JobStatus.QUEUED: (job.next_attempt_at_ms, "waits for its retry"),
+        }
+        until, why = waits.get(job.status, (0, ""))
+        if until > now:
+            raise NotYet(f"job {job.job_id} {why}", until - now)
+
+    def _pause(self, service_id: str, done: int, started_at: int, left: int) -> DrainResult:
+        if done == started_at:
+            raise budgets.OutOfTime(f"{left} ms left, {self._policy.reserve_ms} ms needed to claim a job")
+        self._nudge(Nudge(service_id, done, "continue"))
+        return DrainResult.PAUSED
+
+    def _claim(self, job: Job, now: int) -> Job | None:
+        """The attempt's first write (a settling try's also marks it); None if the job moved on first."""
+        attempt, lease = secrets.token_hex(8), now + self._policy.lease_ms
+        claimed = job.settling(attempt, lease, now) if job.status is JobStatus.UNKNOWN else job.claimed(attempt, lease)
+        try:
+            return self._store.commit(job, claimed, now)
+        except StaleJob:
+            return None
+
     # ------------------------------------------------------------------ one attempt
-    def _run(self, job: Job, allowed: frozenset[str]) -> bool:
+    def _deliver(self, job: Job, allowed: frozenset[str]) -> bool:
         """One attempt of the head job: True when it finished (the head moved past it), False when it blocks."""
-        event = job.event
-        if event.target.key not in allowed:
+        if job.event.target.key not in allowed:
             return self._complete(job, JobStatus.REJECTED, "target_not_allowed", "", None)
         current, decision = self._decision(job)
         if decision in (CardDecision.STALE, CardDecision.SAME):
-            message_id = current.message_id if current else ""
-            return self._complete(job, JobStatus.SUCCEEDED, str(decision), message_id, None)
+            return self._complete(job, JobStatus.SUCCEEDED, str(decision), current.message_id if current else "", None)
         if decision is CardDecision.CONFLICT:
-            return self._block(job, JobStatus.FAILED, _conflict(job))
+            return self._fail(job, _conflict(job))
         try:
             self._messenger.tenant_access_token()  # before the mark: a token failure touches nothing
         except DeliveryError as exc:
             return self._not_done(job, exc)
-        job = self._store.mark(job, self._clock())
+        job = self._mark(job)
         try:
             message_id, outcome = self._write_card(job, decision, current)
         except DeliveryError as exc:
             if exc.maybe_delivered:
-                return self._still_unknown(job, f"{_verb(decision)} not answered as done: {exc}", decision=decision)
+                return self._unknown_after_answer(job, f"{_verb(decision)} not answered as done: {exc}", decision)
             return self._not_done(job, exc)
         except Exception as exc:
-            self._unknown(job, f"interrupted after its side effect was marked: {exc!r}", decision=decision)
+            self._left_behind(job, f"interrupted after its side effect was marked: {exc!r}", decision)
             raise
         return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card_write(job, message_id, current))
+
+    def _mark(self, job: Job) -> Job:
+        now = self._clock()
+        return self._store.commit(job, job.marked(now), now)
 
     def _write_card(self, job: Job, decision: CardDecision, current: CardMessage | None) -> tuple[str, str]:
         """The side effect itself: the card's update (its message exists) or a send with the job's uuid.
         Returns the message id and the outcome."""
         event = job.event
         if decision is CardDecision.UPDATE and current is not None:
-            self._messenger.update_card(current.message_id, card_of(event))
+            self._messenger.update_card(current.message_id, event.card())
             return current.message_id, "updated"
         target = event.target
         return self._messenger.send_card(
-            target.receive_id_type, target.receive_id, card_of(event), job.feishu_uuid
+            target.receive_id_type, target.receive_id, event.card(), job.feishu_uuid
         ), "sent"
 
     def _decision(self, job: Job) -> tuple[CardMessage | None, CardDecision]:
@@ -334,37 +251,36 @@ class EventDispatcher:
         return current, decide_card(current, event.revision, job.content_hash)
 
     # ------------------------------------------------------------------ settling an unknown job
-    def _settle(self, job: Job, allowed: frozenset[str], current: CardMessage | None, decision: CardDecision) -> bool:
+    def _settle(self, job: Job, allowed: frozenset[str]) -> bool:
         """One try at settling an unknown job, taken back to running (the service is blocked behind it, so
-        its card's mapping is as its first attempt left it): True when it is settled, else it stays unknown
-        (see `_still_unknown`)."""
-        event = job.event
-        now = self._clock()
-        if event.target.key not in allowed:
-            return self._still_unknown(
-                job, "its target is no longer allowed for the service: not tried again", final=True
-            )
+        its card's mapping is as its first attempt left it): True when it is settled, else it is unknown
+        again, to be tried later (NotYet) or left to an operator."""
+        if job.event.target.key not in allowed:
+            return self._unknown_for_operator(job, "its target is no longer allowed for the service: not tried again")
+        current, decision = self._decision(job)
         if decision in (CardDecision.STALE, CardDecision.SAME):
             message_id = current.message_id if current else ""
             return self._settled(job, str(decision), message_id, None, "the card already shows this revision")
         if decision is CardDecision.CONFLICT:
-            return self._still_unknown(job, _conflict(job), final=True)
-        if decision is CardDecision.SEND and (closed := self._window_closed(job, now)):
-            return self._still_unknown(job, f"not sent again: {closed}", final=True)
+            return self._unknown_for_operator(job, _conflict(job))
+        if decision is CardDecision.SEND and (closed := self._window_closed(job, self._clock())):
+            return self._unknown_for_operator(job, f"not sent again: {closed}")
         try:
             self._messenger.tenant_access_token()
         except DeliveryError as exc:
-            return self._still_unknown(job, f"token request failed, nothing tried: {exc}")
+            return self._unknown_after_answer(job, f"token request failed, nothing tried: {exc}", decision)
         try:
             message_id, outcome = self._write_card(job, decision, current)
         except DeliveryError as exc:
-            refused = not exc.retryable and not exc.maybe_delivered  # a clear "no" that says nothing of the first
-            return self._still_unknown(job, f"{_verb(decision)} tried again: {exc}", final=refused, decision=decision)
+            reason = f"{_verb(decision)} tried again: {exc}"
+            if not exc.retryable and not exc.maybe_delivered:  # a clear "no" that says nothing of the first
+                return self._unknown_for_operator(job, reason)
+            return self._unknown_after_answer(job, reason, decision)
         except Exception as exc:
-            self._unknown(job, f"interrupted while being settled: {exc!r}", decision=decision)
+            self._left_behind(job, f"interrupted while being settled: {exc!r}", decision)
             raise
         if outcome == "updated":
-            how = f"revision {event.revision} written to message {message_id} again; Feishu answered done"
+            how = f"revision {job.event.revision} written to message {message_id} again; Feishu answered done"
         else:
             how = f"sent again with uuid {job.feishu_uuid} inside Feishu's window; Feishu answered {message_id}"
         return self._settled(job, outcome, message_id, card_write(job, message_id, current), how)
@@ -382,41 +298,6 @@ class EventDispatcher:
             "second card"
         )
 
-    def _unknown(
-        self,
-        job: Job,
-        reason: str,
-        final: bool = False,
-        at_once: bool = True,
-        decision: CardDecision | None = None,
-    ) -> int:
-        """Block the running job as unknown, with `reason` in its evidence. Returns when Herald will try to
-        settle it (0: an operator decides): at once after a crash or a timeout, after a backoff (grown by
-        its tries) after an answer that settled nothing; never when a resend would fall outside Feishu's
-        uuid window (`decision`, the side effect it was, is read from the card mapping when not given)."""
-        now = self._clock()
-        heal_at, why_not = 0, "an operator decides"
-        if not final and job.heals >= self._policy.heal_attempts:
-            why_not = f"not settled after {job.heals} tries: an operator decides"
-        elif not final:
-            heal_at = max(1, now if at_once else now + self._policy.backoff_ms(job.heals + 1))
-            if (decision or self._decision(job)[1]) is CardDecision.SEND and (
-                closed := self._window_closed(job, heal_at)
-            ):
-                heal_at, why_not = 0, f"{closed}; an operator decides"
-        evidence = reason if heal_at else f"{reason}; {why_not}"
-        _require_move(job, JobStatus.UNKNOWN)
-        self._store.block(job, JobStatus.UNKNOWN, evidence, now, self._policy.blocked_expiry(now), heal_at)
-        self._on_outcome(job, str(JobStatus.UNKNOWN))
-        return heal_at
-
-    def _still_unknown(self, job: Job, reason: str, final: bool = False, decision: CardDecision | None = None) -> bool:
-        """`_unknown`, from inside a drain: a later try comes back with this message (NotYet), else it blocks."""
-        heal_at = self._unknown(job, reason, final, at_once=False, decision=decision)
-        if heal_at:
-            raise NotYet(f"job {job.job_id} is unknown; Herald tries to settle it again", heal_at - self._clock())
-        return False
-
     def _settled(self, job: Job, outcome: str, message_id: str, card: CardWrite | None, evidence: str) -> bool:
         """Settled by Herald: recorded on the job like an operator's resolution, by `herald`, with the evidence."""
         resolution = {
@@ -429,26 +310,59 @@ class EventDispatcher:
         }
         settled = self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card, resolution)
         if settled:
-            self._on_outcome(job, "healed")
+            self._on_outcome(job, "settled")
         return settled
 
+    # ------------------------------------------------------------------ unknown: maybe delivered
+    def _left_behind(self, job: Job, reason: str, decision: CardDecision | None = None) -> None:
+        """Unknown after a crash or a timeout: Herald tries to settle it at once, where it can."""
+        self._record_unknown(job, reason, *self._next_settle(job, self._clock(), decision))
+
+    def _unknown_after_answer(self, job: Job, reason: str, decision: CardDecision) -> bool:
+        """Unknown after an answer that settled nothing: tried again after a backoff grown by its tries (a later
+        try comes back with this message: NotYet), or left to an operator (False)."""
+        settle_at = self._clock() + self._policy.backoff_ms(job.settle_tries + 1)
+        if settle_at := self._record_unknown(job, reason, *self._next_settle(job, settle_at, decision)):
+            raise NotYet(f"job {job.job_id} is unknown; Herald tries to settle it again", settle_at - self._clock())
+        return False
+
+    def _unknown_for_operator(self, job: Job, reason: str) -> bool:
+        """Unknown, and nothing Herald could try would prove what happened."""
+        self._record_unknown(job, reason, 0, OPERATOR_DECIDES)
+        return False
+
+    def _next_settle(self, job: Job, at: int, decision: CardDecision | None) -> tuple[int, str]:
+        """When Herald tries to settle the job next (`at`), or 0 and why not: out of tries, or a resend would
+        fall outside Feishu's uuid window (`decision`, the side effect it was, is read when not given)."""
+        if job.settle_tries >= self._policy.settle_attempts:
+            return 0, f"not settled after {job.settle_tries} tries: {OPERATOR_DECIDES}"
+        if (decision or self._decision(job)[1]) is CardDecision.SEND and (closed := self._window_closed(job, at)):
+            return 0, f"{closed}; {OPERATOR_DECIDES}"
+        return max(1, at), ""
+
+    def _record_unknown(self, job: Job, reason: str, settle_at: int, why_not: str) -> int:
+        now = self._clock()
+        evidence = reason if settle_at else f"{reason}; {why_not}"
+        self._store.commit(job, job.unknown(evidence, now, self._policy.blocked_expiry(now), settle_at), now)
+        self._on_outcome(job, str(JobStatus.UNKNOWN))
+        return settle_at
+
+    # ------------------------------------------------------------------ not delivered, or finished
     def _not_done(self, job: Job, exc: DeliveryError) -> bool:
         """The provider did not act: retry with backoff while it may succeed and attempts remain."""
         if not exc.retryable:
-            return self._block(job, JobStatus.FAILED, str(exc))
+            return self._fail(job, str(exc))
         if job.attempts >= self._policy.max_attempts:
-            return self._block(job, JobStatus.FAILED, f"gave up after {job.attempts} attempts: {exc}")
+            return self._fail(job, f"gave up after {job.attempts} attempts: {exc}")
         now, backoff = self._clock(), self._policy.backoff_ms(job.attempts)
-        _require_move(job, JobStatus.QUEUED)
-        self._store.retry(job, str(exc), now + backoff, now)
+        self._store.commit(job, job.retried(str(exc), now + backoff), now)
         self._on_outcome(job, "retry")
         raise NotYet(f"job {job.job_id} failed before delivery: {exc}", backoff)
 
-    def _block(self, job: Job, status: JobStatus, reason: str) -> bool:
-        _require_move(job, status)
+    def _fail(self, job: Job, reason: str) -> bool:
         now = self._clock()
-        self._store.block(job, status, reason, now, self._policy.blocked_expiry(now))
-        self._on_outcome(job, str(status))
+        self._store.commit(job, job.failed(reason, now, self._policy.blocked_expiry(now)), now)
+        self._on_outcome(job, str(JobStatus.FAILED))
         return False
 
     def _complete(
@@ -460,26 +374,18 @@ class EventDispatcher:
         card: CardWrite | None,
         resolution: dict[str, Any] | None = None,
     ) -> bool:
-        _require_move(job, status)
         now = self._clock()
-        expires = now + self._policy.retention_ms
+        done = job.completed(status, outcome, message_id, now, now + self._policy.retention_ms, resolution)
         try:
-            self._store.complete(job, status, outcome, message_id, now, expires, card, resolution)
+            self._store.commit(job, done, now, card=card, advance=True)
         except StaleJob:
             if card is None:
                 raise
             # The card mapping moved under us (only a writer outside this queue can do that): the message
             # went out, but what the card now shows is not known here.
-            self._unknown(job, f"delivered as {message_id}; the card mapping changed meanwhile", final=True)
-            return False
+            return self._unknown_for_operator(job, f"delivered as {message_id}; the card mapping changed meanwhile")
         self._on_outcome(job, outcome)
         return True
-
-
-def _require_move(job: Job, to: JobStatus) -> None:
-    """The dispatcher only makes moves of JOB_TRANSITIONS: anything else is a bug, stopped before the write."""
-    if to not in JOB_TRANSITIONS[job.status]:
-        raise RuntimeError(f"job {job.job_id} cannot go from {job.status} to {to}")
 
 
 def _conflict(job: Job) -> str:
@@ -489,38 +395,3 @@ def _conflict(job: Job) -> str:
 
 def _verb(decision: CardDecision) -> str:
     return "the card's update" if decision is CardDecision.UPDATE else "the send"
-
-
-class OverdueJobs(Protocol):
-    """Where the events janitor looks: marked jobs whose lease ended, and blocked jobs."""
-
-    def in_flight_until(self, before_ms: int) -> list[Job]: ...
-
-    def blocked(self) -> list[Job]: ...
-
-
-class EventsJanitor:
-    """Every minute: a nudge for each service whose side effect was left behind, so a worker settles it
-    even when no dispatch message is coming back for it (its worker died and the message was spent, or
-    dead-lettered). `grace_ms` leaves the queue's own redelivery time to do it first."""
-
-    def __init__(
-        self, store: OverdueJobs, nudge: Callable[[Nudge], None], grace_ms: int, clock: Clock = now_ms
-    ) -> None:
-        self._store = store
-        self._nudge = nudge
-        self._grace_ms = grace_ms
-        self._clock = clock
-
-    def nudge_overdue(self) -> list[Nudge]:
-        before = self._clock() - self._grace_ms
-        left = [(job, job.lock_until_ms) for job in self._store.in_flight_until(before)]
-        left += [
-            (job, job.next_heal_at_ms)
-            for job in self._store.blocked()
-            if job.status is JobStatus.UNKNOWN and 0 < job.next_heal_at_ms < before
-        ]
-        nudges = [Nudge(job.service_id, job.seq, f"overdue-{job.heals}-{due}") for job, due in left]
-        for nudge in nudges:
-            self._nudge(nudge)
-        return nudges

@@ -6,8 +6,9 @@ import json
 from collections.abc import Callable
 
 from herald.dynamo import Image
-from herald.events.dispatch import NotYet, nudges_for
-from herald.events.dynamo import job_from_image
+from herald.events.dispatch import NotYet
+from herald.events.nudges import nudges_for
+from herald.events.rows import job_from_image
 from herald.events.wiring import dispatch_queue, dispatcher, events_janitor
 from herald.observability import logger
 from herald.workers import PermanentFailure, QueueMessage, RetryLater

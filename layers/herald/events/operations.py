@@ -7,22 +7,23 @@ from typing import Any, Protocol
 
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, NotFound
-from herald.events.dispatch import DispatchPolicy, card_write
 from herald.events.models import (
     JOB_TRANSITIONS,
     CardMessage,
     CardWrite,
+    DispatchPolicy,
     Job,
     JobStatus,
     ServiceHead,
     StaleJob,
     Target,
+    card_write,
     parse_job_id,
 )
 
 
 class OperationsStore(Protocol):
-    """What an operator's resolutions read and write."""
+    """What an operator's resolutions read, and their one write: the job's step (with its card mapping)."""
 
     def head(self, service_id: str) -> ServiceHead: ...
 
@@ -32,15 +33,8 @@ class OperationsStore(Protocol):
 
     def blocked(self) -> list[Job]: ...
 
-    def resolve(
-        self,
-        job: Job,
-        status: JobStatus,
-        resolution: dict[str, Any],
-        now: int,
-        expires_at_ms: int | None,
-        message_id: str = "",
-        card: CardWrite | None = None,
+    def commit(
+        self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
     ) -> Job: ...
 
 
@@ -110,7 +104,7 @@ class EventOperations:
             resolution["message_id"] = message_id
         expires = now + self._policy.retention_ms if status.completed else None
         try:
-            return self._store.resolve(job, status, resolution, now, expires, message_id, card)
+            return self._store.commit(job, job.resolved(status, resolution, now, expires), now, card=card)
         except StaleJob as exc:
             raise Conflict(f"job {job.job_id} changed meanwhile; look again", reason="job_changed") from exc
 
@@ -137,8 +131,8 @@ def describe(job: Job) -> dict[str, Any]:
         "first_marked_at_ms": job.first_marked_at_ms,
         # Herald settles an UNKNOWN job itself while it can; `awaiting_operator` once it cannot, and why.
         "awaiting_operator": job.awaiting_operator,
-        "heals": job.heals,
-        "next_heal_at_ms": job.next_heal_at_ms,
+        "settle_tries": job.settle_tries,
+        "next_settle_at_ms": job.next_settle_at_ms,
         "evidence": list(job.evidence),
         "resolutions": list(job.resolutions),
     }

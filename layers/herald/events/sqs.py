@@ -3,7 +3,7 @@ has work"; which job runs next is decided from DynamoDB (see herald.events.dispa
 
 from __future__ import annotations
 
-from herald.events.dispatch import Nudge
+from herald.events.nudges import Nudge
 from herald.fifo import FifoQueue
 
 

@@ -1,32 +1,21 @@
 """The external-event services' parts. The Feishu client (and urllib3 behind it) is imported by the one part
 that delivers, so the outbox and the HTTP function never load it (cold start)."""
 
-from dataclasses import dataclass
-
 from herald.container import Container, part
-from herald.events.dispatch import DispatchPolicy, EventDispatcher, EventsJanitor
-from herald.events.dynamo import DynamoDispatchStore, DynamoIntakeStore, DynamoOperationsStore
+from herald.events.dispatch import EventDispatcher
+from herald.events.dynamo import DynamoEventStore
+from herald.events.models import DispatchPolicy
+from herald.events.nudges import EventsJanitor
 from herald.events.operations import EventOperations
 from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
 from herald.observability import metrics
 
 
-@dataclass(frozen=True)
-class EventStores:
-    """The events table behind each of its ports."""
-
-    intake: DynamoIntakeStore
-    dispatch: DynamoDispatchStore
-    operations: DynamoOperationsStore
-
-
 @part
-def event_stores(c: Container) -> EventStores:
-    table, client = c.settings.events_table, c.clients.dynamodb
-    return EventStores(
-        DynamoIntakeStore(table, client), DynamoDispatchStore(table, client), DynamoOperationsStore(table, client)
-    )
+def event_store(c: Container) -> DynamoEventStore:
+    """The events table behind each of its ports (intake, dispatch, operations, the janitor's reads)."""
+    return DynamoEventStore(c.settings.events_table, c.clients.dynamodb)
 
 
 @part
@@ -39,14 +28,14 @@ def policy(c: Container) -> DispatchPolicy:
         reserve_ms=settings.events_reserve_ms,
         retention_ms=settings.events_retention_seconds * 1000,
         unknown_ttl_ms=settings.events_unknown_ttl_seconds * 1000,
-        heal_attempts=settings.events_heal_attempts,
+        settle_attempts=settings.events_settle_attempts,
         send_dedup_window_ms=settings.events_send_dedup_window_seconds * 1000,
     )
 
 
 @part
 def intake(c: Container) -> EventIntake:
-    return EventIntake(event_stores(c).intake, clock=c.clock)
+    return EventIntake(event_store(c), clock=c.clock)
 
 
 @part
@@ -67,7 +56,7 @@ def dispatcher(c: Container) -> EventDispatcher:
         app_secret=secret_source(settings.feishu_app_secret, settings.feishu_app_secret_parameter, "Feishu app secret"),
     )
     return EventDispatcher(
-        event_stores(c).dispatch,
+        event_store(c),
         service_keys(c),
         feishu,
         policy(c),
@@ -78,16 +67,16 @@ def dispatcher(c: Container) -> EventDispatcher:
 
 
 def _outcome_metric(outcome: str) -> str:
-    """An UNKNOWN job Herald settled counts beside the gauge of those an operator must: EventsUnknownHealed."""
-    return "EventsUnknownHealed" if outcome == "healed" else f"ExternalEvent_{outcome}"
+    """An UNKNOWN job Herald settled counts beside the gauge of those an operator must: EventsUnknownSettled."""
+    return "EventsUnknownSettled" if outcome == "settled" else f"ExternalEvent_{outcome}"
 
 
 @part
 def events_janitor(c: Container) -> EventsJanitor:
     grace_ms = c.settings.events_janitor_grace_seconds * 1000
-    return EventsJanitor(event_stores(c).operations, dispatch_queue(c).publish, grace_ms, clock=c.clock)
+    return EventsJanitor(event_store(c), dispatch_queue(c).publish, grace_ms, clock=c.clock)
 
 
 @part
 def operations(c: Container) -> EventOperations:
-    return EventOperations(event_stores(c).operations, policy(c), clock=c.clock)
+    return EventOperations(event_store(c), policy(c), clock=c.clock)

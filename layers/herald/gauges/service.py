@@ -33,7 +33,7 @@ class DueTurns(Protocol):
 @dataclass(frozen=True)
 class Gauges:
     events_unknown_jobs: int  # waiting for an operator (Herald could not settle them)
-    events_unknown_healing: int  # Herald is still settling them
+    events_unknown_settling: int  # Herald is still settling them
     events_failed_jobs: int
     events_blocked_services: int
     events_oldest_blocked_age_seconds: float
@@ -45,7 +45,7 @@ class Gauges:
         """Metric name -> (value, unit), as CloudWatch and the template's alarms name them."""
         return {
             "EventsUnknownJobs": (self.events_unknown_jobs, "Count"),
-            "EventsUnknownHealing": (self.events_unknown_healing, "Count"),
+            "EventsUnknownSettling": (self.events_unknown_settling, "Count"),
             "EventsFailedJobs": (self.events_failed_jobs, "Count"),
             "EventsBlockedServices": (self.events_blocked_services, "Count"),
             "EventsOldestBlockedAge": (self.events_oldest_blocked_age_seconds, "Seconds"),
@@ -81,7 +81,7 @@ class HealthGauges:
         # Past their time by more than the janitors' own period (they run every minute), i.e. not repaired.
         return Gauges(
             events_unknown_jobs=sum(job.status is JobStatus.UNKNOWN and job.awaiting_operator for job in blocked),
-            events_unknown_healing=sum(
+            events_unknown_settling=sum(
                 job.status is JobStatus.UNKNOWN and not job.awaiting_operator for job in blocked
             ),
             events_failed_jobs=sum(job.status is JobStatus.FAILED for job in blocked),

@@ -2,7 +2,7 @@
 
 from herald.confirms.dynamo import DynamoConfirmStore, DynamoDeliveryStore
 from herald.container import Container, part
-from herald.events.dynamo import DynamoOperationsStore
+from herald.events.dynamo import DynamoEventStore
 from herald.gauges.service import HealthGauges
 from herald.turns.dynamo import DynamoTurnStore
 
@@ -13,7 +13,7 @@ JANITOR_PERIOD_MS = 60_000
 def health_gauges(c: Container) -> HealthGauges:
     settings, dynamodb = c.settings, c.clients.dynamodb
     return HealthGauges(
-        DynamoOperationsStore(settings.events_table, dynamodb),
+        DynamoEventStore(settings.events_table, dynamodb),
         DynamoConfirmStore(settings.confirms_table, dynamodb),
         DynamoDeliveryStore(settings.deliveries_table, dynamodb),
         DynamoTurnStore(settings.turns_table, dynamodb),
