@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from herald.observability import metrics
-from herald_dev.cloud import LOCAL_JWT_SECRET
+from herald_dev.local_identity import LOCAL_JWT_SECRET
 from tests.support.local_cloud import RATE_LIMITS_OFF
 from tests.support.metrics import serialize
 

@@ -21,8 +21,9 @@ import jwt
 from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE
 
 from herald.ids import DEFAULT_APP_CODE
-from herald_dev.cloud import LOCAL_JWT_SECRET, LocalCloud, LocalCloudConfig, write_state
+from herald_dev.cloud import LocalCloud, LocalCloudConfig, write_state
 from herald_dev.fakes import Providers
+from herald_dev.local_identity import LOCAL_JWT_SECRET
 
 
 def _int_env(name: str, default: int) -> int:

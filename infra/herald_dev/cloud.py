@@ -35,6 +35,7 @@ from herald_dev import moto_patches
 from herald_dev.engine import ReferenceEngine
 from herald_dev.fakes import PROVIDER_PARAMETERS, Fakes, Providers, start_fakes
 from herald_dev.group_owner import SampleGroupOwner
+from herald_dev.local_identity import LOCAL_JWT_SECRET
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
@@ -44,8 +45,6 @@ from herald_dev.ttl_sweeper import TtlSweeper
 from herald_dev.websocket_gateway import MESSAGE_LIMIT_BYTES, WebSocketGateway
 
 log = logging.getLogger("local-cloud")
-
-LOCAL_JWT_SECRET = "herald-local-development-secret-do-not-deploy"  # noqa: S105 - local only, by design
 
 
 def write_state(path: Path, state: dict[str, Any]) -> None:

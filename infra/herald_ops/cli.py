@@ -391,7 +391,7 @@ def owners() -> None:
 
 
 def _registrations(stack: Stack) -> Any:
-    from herald.owners.wiring import registrations
+    from herald.confirms.wiring import registrations
 
     return registrations(stack.container)
 

@@ -3,11 +3,14 @@
 Each context's `wiring` module declares its parts with `@part` (a recipe: a function of the container).
 Calling a part with no argument builds it in the process's container, which is made from the environment
 on first use: once per Lambda container. The CLI and the tests make their own, with their settings and
-clients, and `use` it. A part is built on first use, so a worker builds (and imports) only what it uses.
+clients, and `use` it; a test changes a setting with `reconfigured` and puts a fake in a part's place with
+`override`, never by patching a module. A part is built on first use, so a worker builds (and imports) only
+what it uses.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable
@@ -42,7 +45,25 @@ class Container:
         self.clients = clients or Clients()
         self.clock = clock  # every service's "now" (a test's own clock moves leases and expiries without sleeping)
         self._parts: dict[Callable[[Container], Any], Any] = {}
+        self._overrides: dict[Callable[[Container], Any], Any] = {}
         self._lock = threading.RLock()  # a part's recipe builds the parts it needs
+
+    def reconfigured(self, *, clock: Clock | None = None, clients: Clients | None = None, **settings: Any) -> Container:
+        """A container with these settings changed (its clients and clock unless given, its overrides), nothing
+        built yet: the parts built from it see the change."""
+        changed = Container(
+            dataclasses.replace(self.settings, **settings), clients or self.clients, clock or self.clock
+        )
+        for recipe, value in self._overrides.items():
+            changed.override(recipe, value)
+        return changed
+
+    def override(self, recipe: Callable[[Container], T], value: T) -> None:
+        """`value` stands for the part from now on (a test's fake); every other part is built again from it."""
+        with self._lock:
+            key = recipe.recipe if isinstance(recipe, Part) else recipe
+            self._overrides[key] = value
+            self._parts = dict(self._overrides)
 
     def build(self, recipe: Callable[[Container], T]) -> T:
         built: T | None = self._parts.get(recipe)  # built already: no lock on the hot path
@@ -58,11 +79,11 @@ class Part(Generic[T]):
     """A recipe, callable as the part itself: `confirms()` in the process's container, `confirms(c)` in c."""
 
     def __init__(self, recipe: Callable[[Container], T]) -> None:
-        self._recipe = recipe
+        self.recipe = recipe
         functools.update_wrapper(self, recipe)
 
     def __call__(self, container: Container | None = None) -> T:
-        return (container or current()).build(self._recipe)
+        return (container or current()).build(self.recipe)
 
 
 def part(recipe: Callable[[Container], T]) -> Part[T]:

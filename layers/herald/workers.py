@@ -16,12 +16,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from herald import aws, budgets
 from herald.clock import now_ms
+from herald.container import current
 from herald.dynamo import Image
 from herald.observability import logger, metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 MAX_BACKOFF_SECONDS = 300
 
@@ -112,7 +116,7 @@ def process_fifo(
                 group_hidden_for[message.group_id] = delay
             failed.append(message)
     for message in failed:
-        aws.sqs().change_message_visibility(
+        _sqs().change_message_visibility(
             QueueUrl=queue_url,
             ReceiptHandle=message.receipt_handle,
             VisibilityTimeout=group_hidden_for[message.group_id],
@@ -142,9 +146,14 @@ def _handle_one(
     return None
 
 
+def _sqs() -> SQSClient:
+    """The process container's SQS client (a test's own, or the process's)."""
+    return current().clients.sqs or aws.sqs()
+
+
 def _dead_letter(message: QueueMessage, reason: str, queue_url: str) -> None:
     logger.error("message dead-lettered", message_id=message.message_id, reason=reason)
-    aws.sqs().send_message(
+    _sqs().send_message(
         QueueUrl=queue_url,
         MessageBody=message.body,
         MessageGroupId=message.group_id or "default",

@@ -11,11 +11,12 @@ from herald.api.app import create_app
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from herald.container import current
+from herald.settings import Secret
 from herald_dev import moto_patches
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from tests.conftest import clear_herald_caches
 from tests.support.aws import create_stack
+from tests.support.container import reconfigure
 from tests.support.events import EventsPipeline
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.turns import TurnsHarness
@@ -29,22 +30,24 @@ def aws() -> Iterator[StackTemplate]:
 
 
 @pytest.fixture
-def fake_im(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTencentIm]:
+def fake_im() -> Iterator[FakeTencentIm]:
     fake = FakeTencentIm().start()
-    monkeypatch.setenv("HERALD_TENCENT_IM_BASE_URL", fake.url)
-    monkeypatch.setenv("HERALD_TENCENT_IM_SDK_APP_ID", str(fake.sdk_app_id))
-    monkeypatch.setenv("HERALD_TENCENT_IM_ADMIN_IDENTIFIER", fake.admin)
-    monkeypatch.setenv("HERALD_TENCENT_IM_SECRET_KEY", fake.secret_key)
+    reconfigure(
+        tencent_im_base_url=fake.url,
+        tencent_im_sdk_app_id=fake.sdk_app_id,
+        tencent_im_admin_identifier=fake.admin,
+        tencent_im_secret_key=Secret(fake.secret_key),
+    )
     yield fake
     fake.stop()
 
 
 @pytest.fixture
-def confirm_stack(aws: StackTemplate, fake_im: FakeTencentIm, monkeypatch: pytest.MonkeyPatch) -> StackTemplate:
+def confirm_stack(aws: StackTemplate, fake_im: FakeTencentIm) -> StackTemplate:
     """The test env names queue URLs of real AWS; point them at the queues mock_aws created."""
-    monkeypatch.setenv("HERALD_IM_PUSH_QUEUE_URL", aws.resolve({"Ref": "ImPushQueue"}))
-    monkeypatch.setenv("HERALD_IM_PUSH_DLQ_URL", aws.resolve({"Ref": "ImPushDeadLetters"}))
-    clear_herald_caches()
+    reconfigure(
+        im_push_queue_url=aws.resolve({"Ref": "ImPushQueue"}), im_push_dlq_url=aws.resolve({"Ref": "ImPushDeadLetters"})
+    )
     return aws
 
 
@@ -76,30 +79,29 @@ def service_keys(aws: StackTemplate) -> ServiceKeys:
 
 
 @pytest.fixture
-def feishu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeFeishu]:
+def feishu() -> Iterator[FakeFeishu]:
     fake = FakeFeishu().start()
-    monkeypatch.setenv("HERALD_FEISHU_BASE_URL", fake.url)
-    monkeypatch.setenv("HERALD_FEISHU_APP_ID", fake.app_id)
-    monkeypatch.setenv("HERALD_FEISHU_APP_SECRET", fake.app_secret)
-    monkeypatch.setenv("HERALD_EVENTS_RETRY_BASE_MS", "1")
+    reconfigure(
+        feishu_base_url=fake.url,
+        feishu_app_id=fake.app_id,
+        feishu_app_secret=Secret(fake.app_secret),
+        events_retry_base_ms=1,
+    )
     yield fake
     fake.stop()
 
 
 @pytest.fixture
-def events(aws: StackTemplate, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch) -> EventsPipeline:
-    monkeypatch.setenv("HERALD_EVENTS_QUEUE_URL", aws.resolve({"Ref": "EventsQueue"}))
-    monkeypatch.setenv("HERALD_EVENTS_DLQ_URL", aws.resolve({"Ref": "EventsDeadLetters"}))
-    clear_herald_caches()
+def events(aws: StackTemplate, feishu: FakeFeishu) -> EventsPipeline:
+    reconfigure(
+        events_queue_url=aws.resolve({"Ref": "EventsQueue"}), events_dlq_url=aws.resolve({"Ref": "EventsDeadLetters"})
+    )
     return EventsPipeline(aws)
 
 
 @pytest.fixture
-def turns(
-    api: TestClient, aws: StackTemplate, service_keys: ServiceKeys, monkeypatch: pytest.MonkeyPatch
-) -> TurnsHarness:
+def turns(api: TestClient, aws: StackTemplate, service_keys: ServiceKeys) -> TurnsHarness:
     """The agent engine's key (capability /internal/v1/sessions) and the turn queue of mock_aws."""
-    monkeypatch.setenv("HERALD_TURNS_QUEUE_URL", aws.resolve({"Ref": "TurnsQueue"}))
-    clear_herald_caches()
+    reconfigure(turns_queue_url=aws.resolve({"Ref": "TurnsQueue"}))
     key, _ = service_keys.create_key("agent-engine", ["/internal/v1/sessions"])
     return TurnsHarness(api, aws, key)

@@ -16,8 +16,9 @@ from herald.api.app import create_app
 from herald.auth.service_keys import ServiceKeys
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from tests.conftest import RATE_LIMITS_OFF, clear_herald_caches
+from tests.conftest import RATE_LIMITS_OFF
 from tests.support.clock import FakeClock, controlled_clock
+from tests.support.container import reconfigure, shipped
 from tests.support.events import EventsPipeline
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token
@@ -30,11 +31,9 @@ def _user(user: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def shipped_limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def shipped_limits() -> Iterator[None]:
     """The limits as shipped (the other functional tests run with them off)."""
-    for name in RATE_LIMITS_OFF:
-        monkeypatch.delenv(name)
-    clear_herald_caches()
+    reconfigure(**shipped(*RATE_LIMITS_OFF))
     yield
 
 
@@ -62,8 +61,7 @@ def test_a_user_over_the_shipped_limit_gets_429_with_retry_after_and_others_do_n
 def test_a_service_key_over_its_limit_gets_429_and_another_key_does_not(
     api: TestClient, service_keys: ServiceKeys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HERALD_RATE_LIMIT_KEY_PER_MINUTE", "5")
-    clear_herald_caches()
+    reconfigure(rate_limit_key_per_minute=5)
     first, _ = service_keys.create_key("engine", ["/internal/v1"])
     second, _ = service_keys.create_key("engine", ["/internal/v1"])
     start_of_a_window()
@@ -81,8 +79,7 @@ def test_events_to_one_target_over_its_limit_get_429_and_store_nothing(
     service_keys: ServiceKeys,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("HERALD_RATE_LIMIT_TARGET_PER_MINUTE", "3")
-    clear_herald_caches()
+    reconfigure(rate_limit_target_per_minute=3)
     key, _ = service_keys.create_key("scheduler", ["/events/external"], targets=["chat_id:oc_a", "chat_id:oc_b"])
     headers = {"Authorization": f"Bearer {key}"}
 
@@ -229,8 +226,7 @@ def test_the_python_sdk_honours_retry_after_and_its_retry_gets_through(
     from herald_client import ServiceClient
     from tests.support.clock import controlled_clock
 
-    monkeypatch.setenv("HERALD_RATE_LIMIT_KEY_PER_MINUTE", "2")
-    clear_herald_caches()
+    reconfigure(rate_limit_key_per_minute=2)
     api = TestClient(create_app())
     clock = controlled_clock()
     key, _ = service_keys.create_key("sdk-limited", ["/internal/v1/inbox"])

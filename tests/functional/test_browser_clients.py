@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from herald_ops.template import load_template
 
 from herald.api.app import create_app
-from tests.conftest import clear_herald_caches
+from tests.support.container import reconfigure
 
 REPO = Path(__file__).resolve().parents[2]
 APP_ORIGIN = "https://app.example.com"
@@ -19,8 +19,7 @@ APP_ORIGIN = "https://app.example.com"
 
 @pytest.fixture
 def browser_api(aws: Any, monkeypatch: pytest.MonkeyPatch) -> TestClient:
-    monkeypatch.setenv("HERALD_CORS_ALLOW_ORIGINS", f"{APP_ORIGIN},https://admin.example.com")
-    clear_herald_caches()
+    reconfigure(cors_allow_origins=f"{APP_ORIGIN},https://admin.example.com")
     return TestClient(create_app())
 
 

@@ -14,7 +14,6 @@ from herald.confirms.models import Action
 from herald.confirms.role_invitation import RoleInvitationBusiness
 from herald.confirms.wiring import confirms, deliveries
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from tests.conftest import clear_herald_caches
 from tests.functional.test_confirms_flow import (
     TARGET,
     accept,
@@ -26,6 +25,7 @@ from tests.functional.test_confirms_flow import (
 )
 from tests.support.aws import load_function
 from tests.support.clock import FakeClock, controlled_clock
+from tests.support.container import reconfigure
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.waiting import eventually
@@ -41,8 +41,7 @@ class SimulatedCrash(BaseException):
 def api(pipeline: ConfirmPipeline, monkeypatch: pytest.MonkeyPatch) -> TestClient:
     from herald.api.app import create_app
 
-    monkeypatch.setenv("HERALD_CONFIRM_LEASE_MS", str(LEASE_MS))
-    clear_herald_caches()
+    reconfigure(confirm_lease_ms=LEASE_MS)
     return TestClient(create_app())
 
 
@@ -127,8 +126,7 @@ def short_lived_api(pipeline: ConfirmPipeline, monkeypatch: pytest.MonkeyPatch) 
     """Confirms (and their invitations) that expire after one second."""
     from herald.api.app import create_app
 
-    monkeypatch.setenv("HERALD_CONFIRM_TTL_SECONDS", "1")
-    clear_herald_caches()
+    reconfigure(confirm_ttl_seconds=1)
     return TestClient(create_app())
 
 

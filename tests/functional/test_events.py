@@ -23,7 +23,7 @@ from herald.events.models import ExternalEvent, JobStatus, Target
 from herald.events.wiring import event_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.sqs_source import sqs_record
-from tests.conftest import clear_herald_caches
+from tests.support.container import reconfigure
 from tests.support.events import EventsPipeline
 from tests.support.lambda_context import FakeLambdaContext
 
@@ -62,8 +62,7 @@ def partner(api: TestClient, service_keys: ServiceKeys) -> Partner:
 @pytest.fixture
 def past_the_uuid_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """Feishu's uuid window is taken as already closed: an UNKNOWN job is left to an operator at once."""
-    monkeypatch.setenv("HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS", "0")
-    clear_herald_caches()
+    reconfigure(events_send_dedup_window_seconds=0)
 
 
 def titles(feishu: FakeFeishu, receive_id: str = "oc_ops") -> list[str]:

@@ -11,10 +11,10 @@ from fastapi.testclient import TestClient
 from herald.auth.service_keys import ServiceKeys
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from tests.conftest import clear_herald_caches
 from tests.functional.test_confirms_flow import invite
 from tests.functional.test_events import Partner
 from tests.support.aws import load_function
+from tests.support.container import reconfigure, shipped
 from tests.support.events import EventsPipeline
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import ConfirmPipeline
@@ -58,14 +58,12 @@ def test_unknown_job_failed_push_and_unsent_turn_show_in_the_gauges(
 ) -> None:
     partner = Partner(api, service_keys, "scheduler", ["chat_id:oc_ops"])
     healing = Partner(api, service_keys, "billing", ["chat_id:oc_ops"])
-    monkeypatch.setenv("HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS", "0")  # past Feishu's uuid window while it is 0
-    clear_herald_caches()
+    reconfigure(events_send_dedup_window_seconds=0)  # past Feishu's uuid window while it is 0
     feishu.queue_faults({"op": "send", "after_send": True})
     partner.accept("e1")
     partner.accept("e2")
     events.drain()  # e1 is UNKNOWN for an operator; e2 waits behind it
-    monkeypatch.delenv("HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS")
-    clear_herald_caches()
+    reconfigure(**shipped("HERALD_EVENTS_SEND_DEDUP_WINDOW_SECONDS"))
     feishu.queue_faults({"op": "send", "after_send": True})
     healing.accept("b1")
     # b1 is UNKNOWN, and Herald settles it after a backoff; nothing drains the events queue after this, so b1 is
@@ -77,8 +75,7 @@ def test_unknown_job_failed_push_and_unsent_turn_show_in_the_gauges(
     turns.session()
     turns.post("alice", "hello")
     turns.stream.read()  # the outbox never ran
-    monkeypatch.setenv("HERALD_TURNS_JANITOR_GRACE_SECONDS", "-120")  # ... and the janitor's time is long past
-    clear_herald_caches()
+    reconfigure(turns_janitor_grace_seconds=-120)  # ... and the janitor's time is long past
     gauges = publish(capsys)
     assert gauges["EventsUnknownJobs"] == 1 and gauges["EventsFailedJobs"] == 0
     assert gauges["EventsUnknownSettling"] == 1  # not an operator's: no alarm for it

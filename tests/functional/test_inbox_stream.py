@@ -15,6 +15,7 @@ from herald.auth.models import Principal
 from herald.container import current
 from herald.inbox.dynamo import DynamoInboxStore
 from herald.realtime.service import Realtime
+from herald.realtime.wiring import realtime as realtime_part
 from tests.functional.test_inbox import USER, _user, count, items, notify
 from tests.support.aws import load_function
 from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher, InMemoryUserAdmission
@@ -24,13 +25,13 @@ from tests.support.pipeline import StreamTap
 
 
 @pytest.fixture
-def pushes(aws: StackTemplate, monkeypatch: pytest.MonkeyPatch) -> InMemoryPusher:
+def pushes(aws: StackTemplate) -> InMemoryPusher:
     registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
     realtime = Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission())
     realtime.connect("mine-1", Principal(USER, "lalu"))
     realtime.connect("mine-2", Principal(USER, "lalu"))
     realtime.connect("theirs", Principal("10003", "lalu"))
-    monkeypatch.setattr("herald.inbox.handlers.realtime", lambda: realtime)
+    current().override(realtime_part, realtime)
     return pusher
 
 

@@ -259,12 +259,10 @@ def test_an_action_label_is_plain_text(
 
 def limited_app(monkeypatch: pytest.MonkeyPatch, **limits: int) -> TestClient:
     from herald.api.app import create_app
-    from tests.conftest import clear_herald_caches
     from tests.functional.test_abuse_limits import start_of_a_window
+    from tests.support.container import reconfigure
 
-    for name, value in limits.items():
-        monkeypatch.setenv(f"HERALD_RATE_LIMIT_{name.upper()}_PER_MINUTE", str(value))
-    clear_herald_caches()
+    reconfigure(**{f"rate_limit_{name}_per_minute": value for name, value in limits.items()})
     start_of_a_window()
     return TestClient(create_app())
 

@@ -14,10 +14,10 @@ from fastapi.testclient import TestClient
 from herald.auth.service_keys import ServiceKeys
 from herald.owners.callbacks import command_webhook_id
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from tests.conftest import clear_herald_caches
 from tests.functional.test_abuse_limits import start_of_a_window
 from tests.functional.test_confirms_repair import LEASE_MS, api, clock, run_janitor
 from tests.support.clock import FakeClock
+from tests.support.container import reconfigure
 from tests.support.owner import LoopbackOwner
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token
@@ -171,9 +171,7 @@ def test_in_aws_a_callback_must_be_https_to_a_public_address(
 ) -> None:
     from herald.api.app import create_app
 
-    monkeypatch.setenv("HERALD_OWNER_CALLBACKS_HTTPS_ONLY", "true")
-    monkeypatch.setenv("HERALD_OWNER_CALLBACKS_ALLOW_PRIVATE", "false")
-    clear_herald_caches()
+    reconfigure(owner_callbacks_https_only=True, owner_callbacks_allow_private=False)
     strict = TestClient(create_app())
     response = strict.put(
         "/internal/v1/confirms/owners/group_join", json=owner.registration(callback_url=url), headers=groups_key
@@ -193,8 +191,7 @@ def test_a_registration_whose_host_turned_private_is_not_called(
 ) -> None:
     """The address is checked at every call, not only at registration (a name can resolve elsewhere later)."""
     confirm = create(api, groups_key, owner, "g-ssrf").json()["data"]
-    monkeypatch.setenv("HERALD_OWNER_CALLBACKS_ALLOW_PRIVATE", "false")
-    clear_herald_caches()
+    reconfigure(owner_callbacks_allow_private=False)
     from herald.api.app import create_app
 
     strict = TestClient(create_app())
@@ -467,7 +464,7 @@ def test_a_forged_or_stale_signature_is_refused_by_the_owner(
 def test_an_operator_disables_an_owner_and_its_confirms_wait(
     api: TestClient, owner: LoopbackOwner, groups_key: dict[str, str], registered: dict[str, Any], clock: FakeClock
 ) -> None:
-    from herald.owners.wiring import registrations
+    from herald.confirms.wiring import registrations
 
     confirm = create(api, groups_key, owner, "g-off").json()["data"]
     registrations().set_enabled("lalu", "group_join", enabled=False)
@@ -568,8 +565,7 @@ def test_one_business_type_over_its_own_limit_gets_429_and_another_owner_does_no
 ) -> None:
     from herald.api.app import create_app
 
-    monkeypatch.setenv("HERALD_RATE_LIMIT_OWNER_PER_MINUTE", "3")
-    clear_herald_caches()
+    reconfigure(rate_limit_owner_per_minute=3)
     limited = TestClient(create_app())
     chess, _ = service_keys.create_key("chess", ["/internal/v1/confirms/owner"], app_codes=["lalu"])
     chess_key = {"Authorization": f"Bearer {chess}"}

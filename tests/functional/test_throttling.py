@@ -13,7 +13,9 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from herald import aws
+from herald.container import Clients
 from herald.tables import Cancelled, Database, is_throttled
+from tests.support.container import reconfigure
 from tests.support.tokens import make_token
 
 NOTIFICATION = {"user_id": "10002", "kind": "QUESTION_PENDING", "session_id": "s1", "tail": "r1", "title": "t"}
@@ -43,20 +45,21 @@ class Throttling:
         return self._real._make_api_call(operation, params)
 
 
-def _throttle(monkeypatch: pytest.MonkeyPatch, operation: str, times: int, error: ClientError) -> Throttling:
+def _throttle(operation: str, times: int, error: ClientError) -> Throttling:
+    """Every part built from here on talks to DynamoDB through a client that throttles `operation`."""
     throttling = Throttling(aws.dynamodb(), operation, times, error)
-    monkeypatch.setattr(aws, "dynamodb", lambda: throttling)
+    reconfigure(clients=Clients(dynamodb=throttling))  # type: ignore[arg-type]
     return throttling
 
 
 def test_write_still_throttled_after_the_retries_is_503_with_retry_after_and_stores_nothing(
-    api: TestClient, producer: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    api: TestClient, producer: dict[str, str]
 ) -> None:
-    _throttle(monkeypatch, "TransactWriteItems", 1_000, _throttled("TransactWriteItems"))
+    _throttle("TransactWriteItems", 1_000, _throttled("TransactWriteItems"))
     response = api.post("/internal/v1/inbox/notifications", json=NOTIFICATION, headers=producer)
     assert response.status_code == 503, response.text
     assert response.json()["code"] == "UNAVAILABLE" and response.headers["Retry-After"] == "1"
-    monkeypatch.undo()
+    reconfigure(clients=Clients())  # DynamoDB answers again
     unread = api.get("/api/v1/inbox/unread-count", headers={"Authorization": f"Bearer {make_token('10002')}"})
     assert unread.json()["data"]["unread_count"] == 0
 

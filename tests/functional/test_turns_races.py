@@ -14,8 +14,8 @@ import pytest
 from herald.container import current
 from herald.turns.models import SessionStatus, Turn, turn_text
 from herald.turns.wiring import turn_store
-from tests.conftest import clear_herald_caches
 from tests.support.aws import load_event
+from tests.support.container import reconfigure
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.turns import TurnsHarness
 
@@ -109,8 +109,7 @@ def test_outbox_died_after_the_finish_commit_a_fresh_process_hands_the_turn_over
     turns.stream.read()  # the outbox never ran: its records are gone (it gave up, or died before sending)
     assert turns.turns() == []
 
-    clear_herald_caches()  # a fresh process: nothing in memory, only DynamoDB
-    monkeypatch.setenv("HERALD_TURNS_JANITOR_GRACE_SECONDS", "0")
+    reconfigure(turns_janitor_grace_seconds=0)  # a fresh process: nothing in memory, only DynamoDB
     assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 1, "delivered": 0}
     (turn,) = turns.turns()
     assert turn["message_ids"] == ids
@@ -160,8 +159,7 @@ def test_reopen_that_died_before_delivering_is_finished_by_the_janitor(
     store = turn_store()
     store.put_session("lalu", "s1", {"alice": "developer"}, ["po"], SessionStatus.ACTIVE, "agent-engine")
     # ... and the process died before delivering. A fresh one:
-    clear_herald_caches()
-    monkeypatch.setenv("HERALD_TURNS_JANITOR_GRACE_SECONDS", "0")
+    reconfigure(turns_janitor_grace_seconds=0)
     assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 0, "delivered": 1}
     (turn,) = turns.next_turns()
     assert turn["message_ids"] == [waiting]

@@ -4,8 +4,7 @@ sleeping (SQS visibility and DynamoDB TTL keep their own time, as in AWS)."""
 from __future__ import annotations
 
 from herald.clock import now_ms
-from herald.container import Container, use
-from herald.settings import Settings
+from tests.support.container import reconfigure
 
 
 class FakeClock:
@@ -20,7 +19,7 @@ class FakeClock:
 
 
 def controlled_clock() -> FakeClock:
-    """A clock starting now, for every part the process builds from here on (settings from the environment)."""
+    """A clock starting now, for every part the process builds from here on (its settings kept)."""
     clock = FakeClock(now_ms())
-    use(Container(Settings.from_env(), clock=clock))
+    reconfigure(clock=clock)
     return clock

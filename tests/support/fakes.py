@@ -380,3 +380,19 @@ def _step(before: Job, after: Job) -> str:
     if after.status is JobStatus.QUEUED:
         return "retry"
     return "block" if after.status.blocking else "complete"
+
+
+@dataclasses.dataclass(frozen=True)
+class PartnerKey:
+    """A partner service's key, as event intake reads it."""
+
+    service_id: str
+    allowed_targets: frozenset[str]
+    allow_markdown: bool = False
+
+
+class AdmitAll:
+    """An intake limit that never refuses (the limits have their own tests)."""
+
+    def check(self, subject: str) -> None:
+        return None

@@ -9,7 +9,7 @@ from typing import Any
 
 import jwt
 
-from herald_dev.cloud import LOCAL_JWT_SECRET
+from herald_dev.local_identity import LOCAL_JWT_SECRET
 
 
 def make_token(

@@ -9,7 +9,7 @@ from herald.events.dispatch import DrainResult, EventDispatcher
 from herald.events.models import Card, DispatchPolicy, ExternalEvent, JobStatus, StaleJob
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
-from tests.support.fakes import InMemoryJobStore
+from tests.support.fakes import AdmitAll, InMemoryJobStore, PartnerKey
 
 TARGET = {"receive_id": "oc_1", "receive_id_type": "chat_id"}
 LEASE_MS = 60_000
@@ -59,7 +59,7 @@ def feishu() -> Feishu:
 
 @pytest.fixture
 def intake(store: InMemoryJobStore, clock: FakeClock) -> EventIntake:
-    return EventIntake(store, clock)
+    return EventIntake(store, AdmitAll(), clock)
 
 
 def dispatcher(store: InMemoryJobStore, feishu: Feishu, clock: FakeClock) -> EventDispatcher:
@@ -75,7 +75,7 @@ def test_an_event_stored_between_the_dispatchers_two_reads_is_delivered_in_the_s
     store: InMemoryJobStore, feishu: Feishu, clock: FakeClock, intake: EventIntake
 ) -> None:
     """The drain finds no job 1, then the intake commits job 1 before the drain reads the head."""
-    store.before["head"] = [lambda: intake.accept("svc", frozenset({"chat_id:oc_1"}), event("e1", "one"))]
+    store.before["head"] = [lambda: intake.accept(PartnerKey("svc", frozenset({"chat_id:oc_1"})), event("e1", "one"))]
     assert dispatcher(store, feishu, clock).drain("svc", forever) is DrainResult.CAUGHT_UP
     assert feishu.sent == ["one"] and store.heads["svc"].done_seq == 1
 
@@ -85,7 +85,7 @@ def test_a_worker_whose_lease_ran_out_loses_the_job_to_the_next_and_the_card_is_
 ) -> None:
     """Worker A claims the job and stalls before its mark; its lease runs out; worker B takes the job over and
     delivers it; then A wakes up: its mark is refused, so it never sends."""
-    intake.accept("svc", frozenset({"chat_id:oc_1"}), event("e1", "one"))
+    intake.accept(PartnerKey("svc", frozenset({"chat_id:oc_1"})), event("e1", "one"))
     worker_b = dispatcher(store, feishu, clock)
 
     def stall_then_b_takes_over() -> None:
@@ -106,7 +106,7 @@ def test_a_worker_inside_its_lease_is_not_taken_over(
     """Worker B comes while A's lease holds: it waits (NotYet), and A delivers."""
     from herald.events.dispatch import NotYet
 
-    intake.accept("svc", frozenset({"chat_id:oc_1"}), event("e1", "one"))
+    intake.accept(PartnerKey("svc", frozenset({"chat_id:oc_1"})), event("e1", "one"))
     waited: list[int] = []
 
     def b_comes_too_early() -> None:
@@ -126,7 +126,7 @@ def test_an_operator_resolution_racing_a_requeue_applies_once(
     from herald.errors import Conflict
     from herald.events.operations import EventOperations
 
-    intake.accept("svc", frozenset({"chat_id:oc_1"}), event("e1", "one"))
+    intake.accept(PartnerKey("svc", frozenset({"chat_id:oc_1"})), event("e1", "one"))
     job = store.jobs[("svc", 1)]
     running = store.commit(job, job.claimed("a1", clock() + LEASE_MS), clock())
     store.commit(running, running.failed("refused", clock(), None), clock())

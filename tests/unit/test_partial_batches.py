@@ -6,8 +6,17 @@ from typing import Any
 
 import pytest
 
-from herald import budgets, workers
-from herald.workers import PermanentFailure, QueueMessage, RetryLater, process_fifo, process_stream
+from herald import budgets
+from herald.container import Clients
+from herald.workers import (
+    MAX_BACKOFF_SECONDS,
+    PermanentFailure,
+    QueueMessage,
+    RetryLater,
+    process_fifo,
+    process_stream,
+)
+from tests.support.container import reconfigure
 from tests.support.lambda_context import FakeLambdaContext
 
 
@@ -26,9 +35,9 @@ class RecordingQueues:
 
 
 @pytest.fixture
-def queues(monkeypatch: pytest.MonkeyPatch) -> RecordingQueues:
+def queues() -> RecordingQueues:
     recorder = RecordingQueues()
-    monkeypatch.setattr(workers.aws, "sqs", lambda: recorder)
+    reconfigure(clients=Clients(sqs=recorder))  # type: ignore[arg-type]
     return recorder
 
 
@@ -64,7 +73,7 @@ def test_a_failed_record_is_hidden_for_a_backoff_grown_by_its_receives(queues: R
     assert response["batchItemFailures"] == [{"itemIdentifier": "m"}]
     assert queues.hidden == {"rh-m": 16}
     run_fifo([sqs_record("n", "g", receives=30)], {"n": RuntimeError("again")})
-    assert queues.hidden["rh-n"] == workers.MAX_BACKOFF_SECONDS
+    assert queues.hidden["rh-n"] == MAX_BACKOFF_SECONDS
 
 
 def test_retry_later_hides_for_the_delay_asked_and_out_of_time_for_none(queues: RecordingQueues) -> None:

@@ -82,7 +82,7 @@ def test_refused_tokens_are_unauthorized(verifier: JwtVerifier, token: str) -> N
 def test_token_without_expiry_is_refused(verifier: JwtVerifier) -> None:
     import jwt
 
-    from herald_dev.cloud import LOCAL_JWT_SECRET
+    from herald_dev.local_identity import LOCAL_JWT_SECRET
 
     token = jwt.encode({"sub": "10002", "app_code": "lalu"}, LOCAL_JWT_SECRET, algorithm="HS256")
     with pytest.raises(Unauthorized):

@@ -14,7 +14,7 @@ from herald.events.models import FEISHU_UUID_WINDOW_MS, Card, DispatchPolicy, Ex
 from herald.events.nudges import EventsJanitor, Nudge
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
-from tests.support.fakes import InMemoryJobStore
+from tests.support.fakes import AdmitAll, InMemoryJobStore, PartnerKey
 
 TARGET = {"receive_id": "oc_1", "receive_id_type": "chat_id"}
 ALLOWED = frozenset({"chat_id:oc_1"})
@@ -90,7 +90,7 @@ class Harness:
         self.clock = FakeClock(1_000_000)
         self.store = InMemoryJobStore()
         self.feishu = ScriptedFeishu(self.clock)
-        self.intake = EventIntake(self.store, self.clock)
+        self.intake = EventIntake(self.store, AdmitAll(), self.clock)
         self.outcomes: list[str] = []
         self.policy = DispatchPolicy(lease_ms=LEASE_MS, reserve_ms=0, settle_attempts=3, send_dedup_window_ms=WINDOW_MS)
 
@@ -98,7 +98,9 @@ class Harness:
         data: dict[str, object] = {"title": title, "status": "running", "summary": "", "target": TARGET}
         if card_id is not None:
             data.update({"event_id": card_id, "revision": revision})
-        self.intake.accept("svc", ALLOWED, ExternalEvent.from_content(event_id, {"event_type": "t", "data": data}))
+        self.intake.accept(
+            PartnerKey("svc", ALLOWED), ExternalEvent.from_content(event_id, {"event_type": "t", "data": data})
+        )
 
     def dispatcher(self) -> EventDispatcher:
         return EventDispatcher(

@@ -28,7 +28,7 @@ from herald_ops import views
 from herald_ops.stack import NoLocalCloud, Stack
 
 from herald.errors import HeraldError
-from herald_dev.cloud import LOCAL_JWT_SECRET
+from herald_dev.local_identity import LOCAL_JWT_SECRET
 
 STATIC = Path(__file__).parent / "static"
 PROXIED = ("api/v1/",)  # the console acts as app users only; services and operators act through Operate

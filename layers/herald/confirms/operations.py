@@ -10,6 +10,7 @@ from herald.clock import Clock, now_ms
 from herald.confirms.delivery import DeliveryStore, Push
 from herald.confirms.models import Confirm, Delivery
 from herald.confirms.service import Confirms, ConfirmStore
+from herald.errors import NotFound
 
 
 class PushQueue(Protocol):
@@ -20,6 +21,19 @@ class PushQueue(Protocol):
 class Repaired:
     confirm: Confirm
     resent: tuple[str, ...]  # the delivery keys of the pushes sent again
+
+
+@dataclass(frozen=True)
+class DeliveryViewer:
+    """Who asks where a confirm's pushes stand: a support reader (a key with `/internal/v1/confirms`), an owner
+    service (the business types it registered), or both."""
+
+    reader: bool
+    owned: frozenset[str]
+
+    def may_see(self, business_type: str) -> bool:
+        """An owner service sees only its own business types, even with the reader's capability too."""
+        return business_type in self.owned if self.owned else self.reader
 
 
 class ConfirmOperations:
@@ -41,6 +55,14 @@ class ConfirmOperations:
         """Pending past their expiry or processing past their lease by more than `grace_ms`: the janitor
         (every minute) should have settled them, so something stops it (the owner service is down?)."""
         return self._store.due(self._clock() - grace_ms, limit)
+
+    def deliveries(self, app_code: str, confirm_id: str, viewer: DeliveryViewer) -> tuple[Confirm, list[Delivery]]:
+        """A confirm and where its IM pushes stand (sent at, attempts, last error); one the viewer may not see
+        is as absent as one that does not exist."""
+        confirm = self._confirms.get(app_code, confirm_id)
+        if not viewer.may_see(confirm.business_type):
+            raise NotFound("no such confirm")
+        return confirm, self._deliveries.for_confirm(app_code, confirm_id)
 
     def failed_deliveries(self, limit: int = 100) -> list[Delivery]:
         return self._deliveries.failures(limit)

@@ -10,11 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from herald.auth.service_keys import capability_allows
 from herald.confirms.models import Action, view
+from herald.confirms.operations import DeliveryViewer
 from herald.confirms.service import MAX_BATCH, MAX_PAGE
-from herald.confirms.wiring import confirms, deliveries
-from herald.errors import NotFound
+from herald.confirms.wiring import confirm_operations, confirms, registrations
 from herald.ids import APP_CODE_PATTERN
-from herald.owners.wiring import registrations
 from herald.web.envelope import APP, APP_AUDIENCE, OPERATOR, SERVICE, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal, CurrentReaderOrOwner
 
@@ -129,11 +128,11 @@ def confirm_deliveries(
     """For operators and support (a key with `/internal/v1/confirms`): where a confirm's IM pushes stand (sent
     at, attempts, last error). An owner service's key sees only the confirms of the business types it registered."""
     app_code = caller.tenant(app_code)
-    confirm = confirms().get(app_code, confirm_id)
-    owned = {r.business_type for r in registrations().of_service(caller.service_id, app_code)}
-    reader = capability_allows(caller.capabilities, request.url.path)
-    if (owned or not reader) and confirm.business_type not in owned:
-        raise NotFound("no such confirm")
+    viewer = DeliveryViewer(
+        reader=capability_allows(caller.capabilities, request.url.path),
+        owned=frozenset(r.business_type for r in registrations().of_service(caller.service_id, app_code)),
+    )
+    confirm, found = confirm_operations().deliveries(app_code, confirm_id, viewer)
     items = [
         DeliveryView(
             push=d.key,
@@ -144,6 +143,6 @@ def confirm_deliveries(
             last_error_at_ms=d.last_error_at_ms,
             msg_random=d.msg_random,
         )
-        for d in deliveries().for_confirm(app_code, confirm_id)
+        for d in found
     ]
     return ok(request, ConfirmDeliveries(confirm=ConfirmView(**view(confirm)), deliveries=items))

@@ -1,4 +1,5 @@
-"""The confirm services' parts. Businesses are registered here. A part imports what only it uses (the Tencent
+"""The confirm services' parts. Businesses are registered here, and so are the parts where owner services meet
+the confirm service (herald.owners.wiring holds those below it). A part imports what only it uses (the Tencent
 IM client, the invitations business, the click rules), so a worker that never builds it never loads them
 (cold start: the IM sender builds the delivery only)."""
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from herald.confirms.businesses import BusinessRegistry
     from herald.confirms.operations import ConfirmOperations
     from herald.confirms.service import Confirms
+    from herald.owners.service import OwnerConfirms, Registrations
 
 
 @part
@@ -38,6 +40,25 @@ def confirms(c: Container) -> Confirms:
     from herald.confirms.service import Confirms
 
     return Confirms(confirm_store(c), business_registry(c), lease_ms=c.settings.confirm_lease_ms, clock=c.clock)
+
+
+@part
+def registrations(c: Container) -> Registrations:
+    """Owner services' registrations: a built-in business type is never theirs to take."""
+    from herald.owners.service import Registrations
+    from herald.owners.wiring import registration_store, url_policy
+
+    return Registrations(registration_store(c), url_policy(c), business_registry(c).built_in, clock=c.clock)
+
+
+@part
+def owner_confirms(c: Container) -> OwnerConfirms:
+    """The confirm API an owner service calls (`/internal/v1/confirms/owner`), within the owner limits."""
+    from herald.limits.wiring import rate_limiter
+    from herald.owners.service import OwnerConfirms
+    from herald.owners.wiring import OwnerAdmission
+
+    return OwnerConfirms(registrations(c), confirms(c), OwnerAdmission(rate_limiter(c)), clock=c.clock)
 
 
 @part

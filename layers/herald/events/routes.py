@@ -8,10 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from herald.errors import InvalidArgument, PermissionDenied
 from herald.events.models import ExternalEvent, Target
 from herald.events.wiring import intake
-from herald.limits.wiring import rate_limiter, target_limit
 from herald.observability import metrics
 from herald.web.envelope import PARTNER, SERVICE, Envelope, errors, ok
 from herald.web.security import CurrentService
@@ -78,25 +76,18 @@ class AcceptedOut(BaseModel):
 )
 def post_external_event(request: Request, body: ExternalEventIn, caller: CurrentService) -> JSONResponse:
     data = body.data
-    if data.format == "markdown":
-        if not caller.allow_markdown:
-            raise PermissionDenied("this key may not send markdown cards", reason="markdown_not_allowed")
-        if "<at" in data.summary.lower():
-            raise InvalidArgument("data.summary: mentions are not allowed", reason="mention_not_allowed")
-    target = Target(data.target.receive_id_type, data.target.receive_id)
-    rate_limiter().check(target_limit(), f"{caller.service_id}#{target.key}")
     event = ExternalEvent(
         event_id=body.event_id,
         event_type=body.event_type,
         title=data.title,
         status=data.status,
         summary=data.summary,
-        target=target,
+        target=Target(data.target.receive_id_type, data.target.receive_id),
         card_id=data.event_id,
         revision=data.revision,
         markdown=data.format == "markdown",
     )
-    accepted = intake().accept(caller.service_id, caller.allowed_targets, event)
+    accepted = intake().accept(caller, event)
     metrics.add_metric(
         name="ExternalEventDuplicate" if accepted.duplicate else "ExternalEventAccepted", unit="Count", value=1
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from herald.clock import Clock, now_ms
-from herald.errors import Conflict, PermissionDenied
+from herald.errors import Conflict, InvalidArgument, PermissionDenied
 from herald.events.models import Accepted, DuplicateEvent, ExternalEvent, Job
 
 
@@ -17,14 +17,43 @@ class IntakeStore(Protocol):
         ...
 
 
+class Sender(Protocol):
+    """The partner service posting, as its key describes it."""
+
+    @property
+    def service_id(self) -> str: ...
+
+    @property
+    def allowed_targets(self) -> frozenset[str]: ...
+
+    @property
+    def allow_markdown(self) -> bool: ...
+
+
+class TargetAdmission(Protocol):
+    def check(self, subject: str) -> None:
+        """Count one event of `subject` (`<service>#<target>`) against the per-target limit; raises
+        RateLimited when it is over."""
+        ...
+
+
 class EventIntake:
-    def __init__(self, store: IntakeStore, clock: Clock = now_ms) -> None:
+    def __init__(self, store: IntakeStore, admission: TargetAdmission, clock: Clock = now_ms) -> None:
         self._store = store
+        self._admission = admission
         self._clock = clock
 
-    def accept(self, service_id: str, allowed_targets: frozenset[str], event: ExternalEvent) -> Accepted:
-        """202 semantics: the event is stored with its receive sequence, or was already (same content)."""
-        if event.target.key not in allowed_targets:
+    def accept(self, sender: Sender, event: ExternalEvent) -> Accepted:
+        """202 semantics: the event is stored with its receive sequence, or was already (same content). A
+        markdown summary needs a key allowed it, and never mentions anyone."""
+        if event.markdown:
+            if not sender.allow_markdown:
+                raise PermissionDenied("this key may not send markdown cards", reason="markdown_not_allowed")
+            if "<at" in event.summary.lower():
+                raise InvalidArgument("data.summary: mentions are not allowed", reason="mention_not_allowed")
+        self._admission.check(f"{sender.service_id}#{event.target.key}")
+        service_id = sender.service_id
+        if event.target.key not in sender.allowed_targets:
             raise PermissionDenied(
                 "the target is not among this service's allowed targets", reason="target_not_allowed"
             )

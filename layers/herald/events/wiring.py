@@ -9,6 +9,8 @@ from herald.events.nudges import EventsJanitor
 from herald.events.operations import EventOperations
 from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
+from herald.limits.service import RateLimiter
+from herald.limits.wiring import rate_limiter, target_limit
 from herald.observability import metrics
 
 
@@ -35,7 +37,17 @@ def policy(c: Container) -> DispatchPolicy:
 
 @part
 def intake(c: Container) -> EventIntake:
-    return EventIntake(event_store(c), clock=c.clock)
+    return EventIntake(event_store(c), TargetAdmission(rate_limiter(c)), clock=c.clock)
+
+
+class TargetAdmission:
+    """The per-target intake limit (a service's events to one chat or person), kept by the shared limiter."""
+
+    def __init__(self, limiter: RateLimiter) -> None:
+        self._limiter = limiter
+
+    def check(self, subject: str) -> None:
+        self._limiter.check(target_limit(), subject)
 
 
 @part

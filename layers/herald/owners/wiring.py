@@ -1,4 +1,7 @@
-"""The owner services' parts: their registrations, the guarded callback transport, the owner confirm API."""
+"""The owner services' parts below confirms: their registrations' store, where callbacks may go, the guarded
+callback transport (the confirm businesses they serve), and the owner limits. The parts that need the confirm
+service itself (the registrations' service, the owner confirm API) are composed in herald.confirms.wiring, so
+the two wirings import in one direction."""
 
 from __future__ import annotations
 
@@ -6,13 +9,12 @@ from typing import TYPE_CHECKING
 
 from herald.container import Container, part
 from herald.limits.service import RateLimiter
-from herald.limits.wiring import owner_limits, rate_limiter
+from herald.limits.wiring import owner_limits
 from herald.owners.addresses import UrlPolicy
 from herald.owners.dynamo import DynamoRegistrationStore
 
 if TYPE_CHECKING:
     from herald.owners.callbacks import RegisteredOwners
-    from herald.owners.service import OwnerConfirms, Registrations
 
 
 @part
@@ -40,22 +42,6 @@ def registered_owners(c: Container) -> RegisteredOwners:
 
     transport = GuardedTransport(url_policy(c), total_s=c.settings.owner_call_total_ms / 1000)
     return RegisteredOwners(registration_store(c), transport, clock=c.clock)
-
-
-@part
-def registrations(c: Container) -> Registrations:
-    from herald.confirms.wiring import business_registry
-    from herald.owners.service import Registrations
-
-    return Registrations(registration_store(c), url_policy(c), business_registry(c).built_in, clock=c.clock)
-
-
-@part
-def owner_confirms(c: Container) -> OwnerConfirms:
-    from herald.confirms.wiring import confirms
-    from herald.owners.service import OwnerConfirms
-
-    return OwnerConfirms(registrations(c), confirms(c), OwnerAdmission(rate_limiter(c)), clock=c.clock)
 
 
 class OwnerAdmission:
