@@ -99,7 +99,12 @@ def until(check: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
 
 def click(find: Callable[[], WebElement], what: str) -> None:
     """Clicks what `find` finds, finding it again if a redraw replaced it first (a click that raised never landed)."""
-    until(lambda: find().click() or True, what=what)
+
+    def clicked() -> bool:
+        find().click()
+        return True
+
+    until(clicked, what=what)
 
 
 def panel(browser: WebDriver, console: str, name: str) -> None:

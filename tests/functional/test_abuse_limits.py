@@ -16,10 +16,10 @@ from herald.api.app import create_app
 from herald.auth.service_keys import ServiceKeys
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from tests.conftest import RATE_LIMITS_OFF
 from tests.support.clock import FakeClock, controlled_clock
 from tests.support.container import reconfigure, shipped
 from tests.support.events import EventsPipeline
+from tests.support.local_cloud import RATE_LIMITS_OFF
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token
 
@@ -86,7 +86,7 @@ def test_events_to_one_target_over_its_limit_get_429_and_store_nothing(
     def post(event_id: str, chat: str) -> int:
         data = {"title": event_id, "status": "done", "target": {"receive_id": chat, "receive_id_type": "chat_id"}}
         body = {"event_id": event_id, "event_type": "job.done", "data": data}
-        return api.post("/events/external", json=body, headers=headers).status_code
+        return int(api.post("/events/external", json=body, headers=headers).status_code)
 
     start_of_a_window()
     assert [post(f"a{n}", "oc_a") for n in range(4)] == [202, 202, 202, 429]

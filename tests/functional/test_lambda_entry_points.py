@@ -30,10 +30,10 @@ def test_http_function_takes_the_user_from_authorizer_claims_not_headers(aws: St
 def test_http_function_without_authorizer_context_verifies_the_token_itself(aws: StackTemplate) -> None:
     handler = load_function("http_api").handler
     event: dict[str, Any] = load_event("http_api/get_me_with_authorizer.json")
-    del event["requestContext"]["authorizer"]  # type: ignore[attr-defined]
+    del event["requestContext"]["authorizer"]
     response = handler(event, FakeLambdaContext())
     assert response["statusCode"] == 401
-    event["headers"]["authorization"] = f"Bearer {make_token('10005')}"  # type: ignore[index]
+    event["headers"]["authorization"] = f"Bearer {make_token('10005')}"
     assert json.loads(handler(event, FakeLambdaContext())["body"])["data"]["user_id"] == "10005"
 
 
@@ -45,7 +45,7 @@ def test_http_function_serves_health(aws: StackTemplate) -> None:
 
 def _connections() -> list[dict[str, Any]]:
     table = current().settings.connections_table
-    return boto3.client("dynamodb").scan(TableName=table)["Items"]  # type: ignore[return-value]
+    return boto3.client("dynamodb").scan(TableName=table)["Items"]
 
 
 def test_websocket_connect_with_token_registers_the_connection_and_disconnect_removes_it(

@@ -4,6 +4,7 @@ fails here, not in production."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import boto3
@@ -36,11 +37,11 @@ MODELS: dict[str, list[type[Model]]] = {
 }
 
 
-def keys(schema: list[dict[str, Any]]) -> dict[str, str]:
+def keys(schema: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {key["AttributeName"]: key["KeyType"] for key in schema}
 
 
-def types(definitions: list[dict[str, Any]]) -> dict[str, str]:
+def types(definitions: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {a["AttributeName"]: a["AttributeType"] for a in definitions}
 
 

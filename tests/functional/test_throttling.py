@@ -22,7 +22,7 @@ NOTIFICATION = {"user_id": "10002", "kind": "QUESTION_PENDING", "session_id": "s
 
 
 def _throttled(operation: str, code: str = "ProvisionedThroughputExceededException", **extra: Any) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": "slow down"}, **extra}, operation)
+    return ClientError({"Error": {"Code": code, "Message": "slow down"}, **extra}, operation)  # type: ignore[typeddict-item]
 
 
 class Throttling:

@@ -117,7 +117,13 @@ def test_inbox_payloads_are_stored_and_read_back_exactly_or_refused_whole(
     @FUZZ_SETTINGS
     def fuzz(payload: dict[str, Any]) -> None:
         user = str(uuid.uuid4().int % 10**12)
-        body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "fuzz", "tail": "t", "title": "t"}
+        body: dict[str, Any] = {
+            "user_id": user,
+            "kind": "QUESTION_PENDING",
+            "session_id": "fuzz",
+            "tail": "t",
+            "title": "t",
+        }
         body["payload"] = payload
         raw = json.dumps(body, allow_nan=True).encode()
         response = http.post(

@@ -33,7 +33,7 @@ def test_app_route_takes_a_dev_token_and_refuses_a_missing_one(cloud: LocalCloud
 def _management(cloud: LocalCloudProcess):  # type: ignore[no-untyped-def]
     import boto3
 
-    return boto3.client(
+    return boto3.client(  # type: ignore[call-overload]
         "apigatewaymanagementapi", endpoint_url=cloud.ws_url.replace("ws://", "http://"), **LOCAL_CREDENTIALS
     )
 

@@ -97,7 +97,7 @@ class LoadRun:
         self.resources = state["resources"]
         self.aws_endpoint = state["aws_endpoint"]
         self.sqs_endpoint = state.get("sqs_endpoint") or state["aws_endpoint"]
-        self.dynamodb = boto3.client(
+        self.dynamodb = boto3.client(  # type: ignore[call-overload]
             "dynamodb", endpoint_url=state.get("dynamodb_endpoint") or state["aws_endpoint"], **CREDENTIALS
         )
         self.seconds = seconds
@@ -290,7 +290,7 @@ class LoadRun:
 
     async def engine(self, client: httpx.AsyncClient, stop: asyncio.Event) -> None:
         """The agent engine's side: takes this run's turns and finishes each after a short while."""
-        sqs = boto3.client("sqs", endpoint_url=self.sqs_endpoint, **CREDENTIALS)
+        sqs = boto3.client("sqs", endpoint_url=self.sqs_endpoint, **CREDENTIALS)  # type: ignore[call-overload]
         url = self.resources["TurnsQueue"]["Ref"]
         prefix = f"load-{self.run_id}-"
         finished_turns: set[str] = set()

@@ -90,7 +90,7 @@ def soak(seconds: float, crashes: int, workers: int, seed: int, drain_timeout: f
 
 def healthy(report: dict[str, Any]) -> bool:
     audit = report["audit"]
-    return (
+    return bool(
         report["5xx"] == 0
         and audit["lost"] == 0
         and audit["duplicates"] == 0

@@ -47,7 +47,7 @@ class EventsPipeline:
         messages = self.sqs.receive_message(**params).get("Messages", [])
         if not messages:
             return 0
-        self.received.extend(messages)
+        self.received.extend(dict(message) for message in messages)
         event = {"Records": [sqs_record(m, self.queue_arn, "us-east-1") for m in messages]}
         result = self.worker(event, FakeLambdaContext(remaining_ms=30_000))
         failed = failed_message_ids(result, [m["MessageId"] for m in messages])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from herald.auth.models import ServiceKeyRecord
 from herald.clock import Clock
+from herald.confirms.models import Confirm, StaleConfirm
 from herald.errors import NotFound
 from herald.events.models import (
     CardMessage,
@@ -23,6 +23,16 @@ from herald.events.models import (
     Target,
 )
 from herald.realtime.models import Connection
+from herald.turns.models import (
+    AgentTurns,
+    Change,
+    Message,
+    Session,
+    SessionEvent,
+    SessionStatus,
+    StaleRead,
+    Turn,
+)
 
 
 class InMemoryServiceKeyStore:
@@ -134,17 +144,15 @@ class InMemoryTurnStore:
     so every interleaving of two decisions is a plain, repeatable sequence (each hook runs once)."""
 
     def __init__(self) -> None:
-        from herald.turns.models import AgentTurns, Message, Session, SessionEvent
-
         self.sessions: dict[tuple[str, str], Session] = {}
         self.agents: dict[tuple[str, str, str], AgentTurns] = {}
         self.messages: dict[tuple[str, str, str], Message] = {}
         self.log: dict[tuple[str, str], list[SessionEvent]] = {}
         self.dispatched: list[str] = []
-        self.before_commit: list[Any] = []
+        self.before_commit: list[Callable[[], object]] = []
         self.commits = 0
 
-    def session(self, app_code: str, session_id: str) -> Any:
+    def session(self, app_code: str, session_id: str) -> Session | None:
         return self.sessions.get((app_code, session_id))
 
     def put_session(
@@ -153,11 +161,9 @@ class InMemoryTurnStore:
         session_id: str,
         members: Mapping[str, str],
         agents: Sequence[str],
-        status: Any,
+        status: SessionStatus,
         owner_service: str,
-    ) -> tuple[Any, Any]:
-        from herald.turns.models import Session
-
+    ) -> tuple[Session | None, Session]:
         before = self.sessions.get((app_code, session_id))
         if before is not None and before.owner_service != owner_service:
             return before, before
@@ -174,17 +180,13 @@ class InMemoryTurnStore:
         self.sessions[(app_code, session_id)] = after
         return before, after
 
-    def agent(self, app_code: str, session_id: str, agent: str) -> Any:
-        from herald.turns.models import AgentTurns
-
+    def agent(self, app_code: str, session_id: str, agent: str) -> AgentTurns:
         return self.agents.get((app_code, session_id, agent), AgentTurns(app_code, session_id, agent))
 
-    def message(self, app_code: str, session_id: str, message_id: str) -> Any:
+    def message(self, app_code: str, session_id: str, message_id: str) -> Message | None:
         return self.messages.get((app_code, session_id, message_id))
 
-    def commit(self, change: Any, at_ms: int) -> list[Any]:
-        from herald.turns.models import SessionEvent, StaleRead
-
+    def commit(self, change: Change, at_ms: int) -> list[SessionEvent]:
         while self.before_commit:
             self.before_commit.pop(0)()
         session, before = change.session, change.before
@@ -210,10 +212,10 @@ class InMemoryTurnStore:
         self.commits += 1
         return events
 
-    def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[Any]:
+    def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
         return [e for e in self.log.get((app_code, session_id), []) if e.seq > after_seq][:limit]
 
-    def mark_dispatched(self, turn: Any) -> None:
+    def mark_dispatched(self, turn: Turn) -> None:
         key = (turn.app_code, turn.session_id, turn.agent)
         current = self.agents.get(key)
         if current is not None and current.turn_id == turn.turn_id:
@@ -235,11 +237,11 @@ class InMemoryConfirmStore:
     version and status it was decided from (else StaleConfirm). `before_commit` as in InMemoryTurnStore."""
 
     def __init__(self) -> None:
-        self.confirms: dict[tuple[str, str], Any] = {}
+        self.confirms: dict[tuple[str, str], Confirm] = {}
         self.sources: dict[tuple[str, str, str], str] = {}
-        self.before_commit: list[Any] = []
+        self.before_commit: list[Callable[[], object]] = []
 
-    def create(self, confirm: Any) -> Any:
+    def create(self, confirm: Confirm) -> Confirm:
         source = (confirm.app_code, confirm.source_name, confirm.source_event_id)
         if source in self.sources:
             return self.confirms[(confirm.app_code, self.sources[source])]
@@ -247,19 +249,25 @@ class InMemoryConfirmStore:
         self.confirms[(confirm.app_code, confirm.confirm_id)] = confirm
         return confirm
 
-    def get(self, app_code: str, confirm_id: str) -> Any:
+    def get(self, app_code: str, confirm_id: str) -> Confirm | None:
         return self.confirms.get((app_code, confirm_id))
 
-    def get_many(self, app_code: str, confirm_ids: list[str]) -> list[Any]:
+    def get_many(self, app_code: str, confirm_ids: list[str]) -> list[Confirm]:
         return [c for cid in confirm_ids if (c := self.confirms.get((app_code, cid))) is not None]
 
-    def by_source(self, app_code: str, source_name: str, source_event_id: str) -> Any:
+    def by_source(self, app_code: str, source_name: str, source_event_id: str) -> Confirm | None:
         confirm_id = self.sources.get((app_code, source_name, source_event_id))
         return None if confirm_id is None else self.confirms[(app_code, confirm_id)]
 
-    def transition(self, current: Any, new: Any) -> Any:
-        from herald.confirms.models import StaleConfirm
+    def by_business(self, app_code: str, business_type: str, business_id: str) -> Confirm | None:
+        found = [
+            c
+            for (app, _), c in self.confirms.items()
+            if (app, c.business_type, c.business_id) == (app_code, business_type, business_id)
+        ]
+        return max(found, key=lambda c: c.created_at_ms, default=None)
 
+    def transition(self, current: Confirm, new: Confirm) -> Confirm:
         while self.before_commit:
             self.before_commit.pop(0)()
         stored = self.confirms[(current.app_code, current.confirm_id)]
@@ -268,12 +276,14 @@ class InMemoryConfirmStore:
         self.confirms[(new.app_code, new.confirm_id)] = new
         return new
 
-    def between(self, app_code: str, user_a: str, user_b: str, limit: int, page_token: str) -> tuple[list[Any], str]:
+    def between(
+        self, app_code: str, user_a: str, user_b: str, limit: int, page_token: str
+    ) -> tuple[list[Confirm], str]:
         pair = {user_a, user_b}
         found = [c for c in self.confirms.values() if {c.sender_user_id, c.receiver_user_id} == pair]
         return sorted(found, key=lambda c: c.created_at_ms, reverse=True)[:limit], ""
 
-    def due(self, now: int, limit: int) -> list[Any]:
+    def due(self, now: int, limit: int) -> list[Confirm]:
         return [
             c
             for c in self.confirms.values()
@@ -285,7 +295,7 @@ class InMemoryConfirmStore:
 class InMemoryJobStore:
     """The external-event store's ports (intake, dispatch, operations, the janitor's reads) in memory. A commit
     lands only where `Guard.of(before, after)` holds, as on DynamoDB; the contract suite
-    (tests/unit/test_job_store_contract.py) runs the same scenarios on both.
+    (tests/functional/test_job_store_contract.py) runs the same scenarios on both.
 
     `before[name]` holds calls to make once, just before the next call of that method (or that step of a
     commit: claim, mark, settle, retry, block, complete, resolve): a race test makes a competing decision

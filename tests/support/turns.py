@@ -4,7 +4,7 @@ turns table's stream to the outbox function, and the engine's side of the turn q
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import jsonschema
@@ -45,11 +45,14 @@ class TurnsHarness:
             "agents": agents if agents is not None else ["po"],
             "status": status,
         }
-        return self.api.put(f"/internal/v1/sessions/{session_id}", json=body, headers=self.engine)
+        return cast("Response", self.api.put(f"/internal/v1/sessions/{session_id}", json=body, headers=self.engine))
 
     def step(self, turn_id: str, step: str = "finish", session_id: str = "s1", agent: str = "po") -> Response:
-        return self.api.post(
-            f"/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/{step}", headers=self.engine
+        return cast(
+            "Response",
+            self.api.post(
+                f"/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/{step}", headers=self.engine
+            ),
         )
 
     def pump(self) -> int:
@@ -87,15 +90,21 @@ class TurnsHarness:
     def post(
         self, user: str, text: str, session_id: str = "s1", agent: str = "po", app_code: str = "lalu", **body: Any
     ) -> Response:
-        return self.api.post(
-            f"/api/v1/sessions/{session_id}/agents/{agent}/messages",
-            json={"text": text, **body},
-            headers=member(user, app_code),
+        return cast(
+            "Response",
+            self.api.post(
+                f"/api/v1/sessions/{session_id}/agents/{agent}/messages",
+                json={"text": text, **body},
+                headers=member(user, app_code),
+            ),
         )
 
     def cancel(self, user: str, message_id: str, session_id: str = "s1", agent: str = "po") -> Response:
-        return self.api.post(
-            f"/api/v1/sessions/{session_id}/agents/{agent}/messages/{message_id}/cancel", headers=member(user)
+        return cast(
+            "Response",
+            self.api.post(
+                f"/api/v1/sessions/{session_id}/agents/{agent}/messages/{message_id}/cancel", headers=member(user)
+            ),
         )
 
     def events(self, user: str = "alice", session_id: str = "s1", after_seq: int = 0) -> list[dict[str, Any]]:

@@ -67,7 +67,7 @@ def closure(requirements: list[str]) -> set[str]:
     pending = [(Requirement(text), "") for text in requirements]
     while pending:
         requirement, extra = pending.pop()
-        if requirement.marker is not None and not requirement.marker.evaluate({**LAMBDA, "extra": extra}):
+        if requirement.marker is not None and not requirement.marker.evaluate({**LAMBDA, "extra": extra}):  # type: ignore[dict-item]
             continue
         name = canonicalize_name(requirement.name)
         extras = sorted(requirement.extras)

@@ -71,7 +71,7 @@ def test_token_living_longer_than_the_maximum_lifetime_is_refused(verifier: JwtV
         pytest.param(make_token(app_code="LALU; drop"), id="malformed-tenant"),
         pytest.param(make_token(user_id="10002\n"), id="subject-with-trailing-newline"),
         pytest.param(make_token(app_code="lalu\n"), id="tenant-with-trailing-newline"),
-        pytest.param(make_token(app_code=7), id="tenant-not-a-string"),
+        pytest.param(make_token(app_code=7), id="tenant-not-a-string"),  # type: ignore[arg-type]
     ],
 )
 def test_refused_tokens_are_unauthorized(verifier: JwtVerifier, token: str) -> None:
