@@ -69,9 +69,12 @@ class ConfigurationError(HeraldError):
 class DeliveryError(Exception):
     """A provider call (an IM push, a Feishu card) failed. `retryable`: the same call may succeed later.
     `maybe_delivered`: the provider may have acted before failing, so the outcome is unknown; otherwise it
-    clearly did not act. Adapters raise it (or a subclass) so the domain never sees a provider's types."""
+    clearly did not act. `throttled`: the provider refused it by its rate limit, and whose (`app`, `chat`):
+    not a failure of the call, a sign to slow down. Adapters raise it (or a subclass) so the domain never
+    sees a provider's types."""
 
-    def __init__(self, message: str, *, retryable: bool, maybe_delivered: bool = False) -> None:
+    def __init__(self, message: str, *, retryable: bool, maybe_delivered: bool = False, throttled: str = "") -> None:
         super().__init__(message)
         self.retryable = retryable
         self.maybe_delivered = maybe_delivered
+        self.throttled = throttled

@@ -126,6 +126,11 @@ class Settings:
     # second card.
     events_send_dedup_window_seconds: int = 55 * 60
     events_janitor_grace_seconds: int = 120  # a side effect left this long past its time is nudged by the janitor
+    # Feishu's published limits on sending and updating messages (docs/side-effects.md cites them): Herald paces
+    # its calls under them, shared by every worker (0: not paced).
+    feishu_app_calls_per_second: int = 50
+    feishu_app_calls_per_minute: int = 1000
+    feishu_chat_calls_per_second: int = 5
     feishu_base_url: str = "https://open.feishu.cn"
     feishu_app_id: str = ""
     feishu_app_secret: Secret | None = None

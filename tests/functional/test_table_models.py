@@ -18,14 +18,14 @@ from herald.confirms.dynamo import ConfirmBusinessRow, ConfirmRow, ConfirmSource
 from herald.events.rows import CardRow, EventRecordRow, HeadRow, JobRow
 from herald.inbox.dynamo import CounterRow, DedupRow, NotificationRow, PreferencesRow, TombstoneRow
 from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow
-from herald.limits.dynamo import WindowRow
+from herald.limits.dynamo import BucketRow, WindowRow
 from herald.owners.dynamo import RegistrationRow
 from herald.realtime.dynamo import ConnectionRow
 from herald.turns.dynamo import AgentRow, EventRow, MessageRow, SessionRow
 
 MODELS: dict[str, list[type[Model]]] = {
     "ServiceKeysTable": [ServiceKeyRow],
-    "RateLimitsTable": [WindowRow],
+    "RateLimitsTable": [WindowRow, BucketRow],
     "ConnectionsTable": [ConnectionRow],
     "InvitationsTable": [InvitationRow, ClaimRow, GrantRow],
     "InboxTable": [NotificationRow, CounterRow, PreferencesRow, TombstoneRow, DedupRow],

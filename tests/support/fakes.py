@@ -22,6 +22,7 @@ from herald.events.models import (
     StoredEvent,
     Target,
 )
+from herald.limits.governor import Bucket
 from herald.realtime.models import Connection
 from herald.turns.models import (
     AgentTurns,
@@ -406,3 +407,19 @@ class AdmitAll:
 
     def check(self, subject: str) -> None:
         return None
+
+
+class InMemoryBucketStore:
+    """The governors' buckets in memory, each written only over the version it was read at."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[str, Bucket] = {}
+
+    def read(self, name: str) -> Bucket:
+        return self.buckets.get(name, Bucket())
+
+    def write(self, name: str, bucket: Bucket, expires_at_s: int) -> bool:
+        if self.read(name).version != bucket.version:
+            return False
+        self.buckets[name] = dataclasses.replace(bucket, version=bucket.version + 1)
+        return True

@@ -12,7 +12,6 @@ from typing import Protocol
 
 import pytest
 
-from herald.events.dispatch import DispatchStore
 from herald.events.models import (
     EVIDENCE_LINES,
     CardMessage,
@@ -26,6 +25,7 @@ from herald.events.models import (
 )
 from herald.events.nudges import OverdueJobs
 from herald.events.operations import OperationsStore
+from herald.events.ports import DispatchStore
 from herald.events.service import IntakeStore
 
 NOW = 1_800_000_000_000

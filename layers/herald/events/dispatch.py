@@ -26,64 +26,28 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
 from herald.events.models import (
     UUID_WINDOW_MARGIN_MS,
-    Card,
     CardDecision,
     CardMessage,
     CardWrite,
     DispatchPolicy,
     Job,
     JobStatus,
-    ServiceHead,
     StaleJob,
-    Target,
     card_write,
     decide_card,
 )
 from herald.events.nudges import Nudge
+from herald.events.pacing import Unpaced
+from herald.events.ports import DispatchStore, Messenger, Pace, TargetPolicy
 
 OPERATOR_DECIDES = "an operator decides"
-
-
-class DispatchStore(Protocol):
-    """What the dispatcher reads, and its writes: a job's step, and the cursor moved past finished jobs."""
-
-    def head(self, service_id: str) -> ServiceHead: ...
-
-    def job(self, service_id: str, seq: int) -> Job | None: ...
-
-    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
-
-    def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
-        """Move the service's cursor from `from_seq` to `to_seq` (no-op if someone already did)."""
-        ...
-
-    def commit(
-        self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
-    ) -> Job:
-        """`after` over `before` if the stored job is still as `before` (StaleJob if not); with the card
-        mapping it leaves, and, when `advance`, the service's cursor moved past it."""
-        ...
-
-
-class TargetPolicy(Protocol):
-    def allowed_targets(self, service_id: str) -> frozenset[str]:
-        """Where the service's events may go now (`receive_id_type:receive_id`)."""
-        ...
-
-
-class Messenger(Protocol):
-    def tenant_access_token(self) -> str: ...
-
-    def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str: ...
-
-    def update_card(self, message_id: str, card: Card) -> None: ...
 
 
 class NotYet(Exception):
@@ -116,7 +80,9 @@ class EventDispatcher:
         nudge: Callable[[Nudge], None],
         clock: Clock = now_ms,
         on_outcome: Callable[[Job, str], None] | None = None,
+        pace: Pace | None = None,
     ) -> None:
+        self._pace = pace or Unpaced()
         self._store = store
         self._targets = targets
         self._messenger = messenger
@@ -142,11 +108,17 @@ class EventDispatcher:
             left = remaining_ms()
             if left < self._policy.reserve_ms:
                 return self._pause(service_id, cursor, started_at, left)
+            if job.event.target.key in allowed and not self._paced(job, remaining_ms):
+                self._nudge(Nudge(service_id, cursor, f"paced-{now}"))  # a fresh message waits on, in order
+                return DrainResult.PAUSED
             settling = job.status is JobStatus.UNKNOWN
-            claimed = self._claim(job, now)
+            claimed = self._claim(job, self._clock())
             if claimed is None:  # another worker (or an operator) moved it first: read it again
                 continue
-            if not (self._settle(claimed, allowed) if settling else self._deliver(claimed, allowed)):
+            finished = self._settle(claimed, allowed) if settling else self._deliver(claimed, allowed)
+            if finished is None:  # refused by Feishu's rate limit: paced again, then tried again
+                continue
+            if not finished:
                 return DrainResult.BLOCKED
             cursor = job.seq
         return DrainResult.CAUGHT_UP
@@ -185,6 +157,10 @@ class EventDispatcher:
         if until > now:
             raise NotYet(f"job {job.job_id} {why}", until - now)
 
+    def _paced(self, job: Job, remaining_ms: Callable[[], int]) -> bool:
+        """The call's tokens are taken (the worker waited for them while its time allowed)."""
+        return not self._pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms)
+
     def _pause(self, service_id: str, done: int, started_at: int, left: int) -> DrainResult:
         if done == started_at:
             raise budgets.OutOfTime(f"{left} ms left, {self._policy.reserve_ms} ms needed to claim a job")
@@ -201,8 +177,9 @@ class EventDispatcher:
             return None
 
     # ------------------------------------------------------------------ one attempt
-    def _deliver(self, job: Job, allowed: frozenset[str]) -> bool:
-        """One attempt of the head job: True when it finished (the head moved past it), False when it blocks."""
+    def _deliver(self, job: Job, allowed: frozenset[str]) -> bool | None:
+        """One attempt of the head job: True when it finished (the head moved past it), False when it blocks,
+        None when Feishu's rate limit refused it (back in the queue, its attempt given back)."""
         if job.event.target.key not in allowed:
             return self._complete(job, JobStatus.REJECTED, "target_not_allowed", "", None)
         current, decision = self._decision(job)
@@ -220,6 +197,9 @@ class EventDispatcher:
         except DeliveryError as exc:
             if exc.maybe_delivered:
                 return self._unknown_after_answer(job, f"{_verb(decision)} not answered as done: {exc}", decision)
+            if exc.throttled:
+                self._throttled(job, exc)
+                return None
             return self._not_done(job, exc)
         except Exception as exc:
             self._left_behind(job, f"interrupted after its side effect was marked: {exc!r}", decision)
@@ -272,6 +252,8 @@ class EventDispatcher:
         try:
             message_id, outcome = self._write_card(job, decision, current)
         except DeliveryError as exc:
+            if exc.throttled:
+                self._pace.refused(job.event.target, exc.throttled)
             reason = f"{_verb(decision)} tried again: {exc}"
             if not exc.retryable and not exc.maybe_delivered:  # a clear "no" that says nothing of the first
                 return self._unknown_for_operator(job, reason)
@@ -358,6 +340,12 @@ class EventDispatcher:
         self._store.commit(job, job.retried(str(exc), now + backoff), now)
         self._on_outcome(job, "retry")
         raise NotYet(f"job {job.job_id} failed before delivery: {exc}", backoff)
+
+    def _throttled(self, job: Job, exc: DeliveryError) -> None:
+        self._pace.refused(job.event.target, exc.throttled)
+        now = self._clock()
+        self._store.commit(job, job.throttled(str(exc)), now)
+        self._on_outcome(job, "throttled")
 
     def _fail(self, job: Job, reason: str) -> bool:
         now = self._clock()

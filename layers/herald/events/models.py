@@ -241,6 +241,17 @@ class Job:
             marked_at_ms=0,
         )
 
+    def throttled(self, error: str) -> Job:
+        """Back in the queue, refused by the provider's rate limit: not a failure, so the attempt is given back
+        (it never counts toward giving up); the worker waits for its pace before the next."""
+        return self._to(
+            JobStatus.QUEUED,
+            attempts=max(0, self.attempts - 1),
+            last_error=error[:ERROR_CHARS],
+            lock_until_ms=0,
+            marked_at_ms=0,
+        )
+
     def failed(self, reason: str, now: int, expires_at_ms: int | None) -> Job:
         """Blocked, certainly not delivered: an operator decides."""
         return self._blocked(JobStatus.FAILED, reason, now, expires_at_ms, next_settle_at_ms=0)

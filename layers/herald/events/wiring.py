@@ -7,10 +7,11 @@ from herald.events.dynamo import DynamoEventStore
 from herald.events.models import DispatchPolicy
 from herald.events.nudges import EventsJanitor
 from herald.events.operations import EventOperations
+from herald.events.pacing import FeishuLimits, FeishuPace
 from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
 from herald.limits.service import RateLimiter
-from herald.limits.wiring import rate_limiter, target_limit
+from herald.limits.wiring import governor, rate_limiter, target_limit
 from herald.observability import metrics
 
 
@@ -75,6 +76,15 @@ def dispatcher(c: Container) -> EventDispatcher:
         nudge=dispatch_queue(c).publish,
         clock=c.clock,
         on_outcome=lambda job, outcome: metrics.add_metric(name=_outcome_metric(outcome), unit="Count", value=1),
+        pace=FeishuPace(
+            governor(c),
+            settings.feishu_app_id,
+            FeishuLimits(
+                app_per_second=settings.feishu_app_calls_per_second,
+                app_per_minute=settings.feishu_app_calls_per_minute,
+                chat_per_second=settings.feishu_chat_calls_per_second,
+            ),
+        ),
     )
 
 

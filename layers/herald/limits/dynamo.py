@@ -1,14 +1,16 @@
 """DynamoDB counter for the rate limiter: one item a window, incremented only while below the limit, and read
-(strongly) once closed, for the sliding window's estimate."""
+(strongly) once closed, for the sliding window's estimate. And the outbound governors' buckets: one item a
+bucket, written only over the version it was read at."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pynamodb.attributes import TTLAttribute, UnicodeAttribute
-from pynamodb.exceptions import UpdateError
+from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.models import Model
 
+from herald.limits.governor import Bucket
 from herald.tables import Database, IntAttribute, condition_failed, ttl
 
 if TYPE_CHECKING:
@@ -48,3 +50,48 @@ class DynamoCounter:
             return int(self._rows.get(bucket, consistent_read=True).hits or 0)
         except self._rows.DoesNotExist:
             return 0
+
+
+BUCKET_PREFIX = "gov#"  # the governors' items, beside the counters' windows in RateLimitsTable
+
+
+class BucketRow(Model):
+    """RateLimitsTable: an outbound governor's bucket (when its next call is due, its last cut)."""
+
+    pk = UnicodeAttribute(hash_key=True)
+    due_ms = NumberAttribute()
+    cut_rate_per_s = NumberAttribute(null=True)
+    cut_at_ms = IntAttribute(null=True)
+    version = IntAttribute()
+    expires_at = TTLAttribute(null=True)
+
+
+class DynamoBucketStore:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self._rows = Database(client).bind(BucketRow, table_name)
+
+    def read(self, name: str) -> Bucket:
+        try:
+            row = self._rows.get(BUCKET_PREFIX + name, consistent_read=True)
+        except self._rows.DoesNotExist:
+            return Bucket()
+        return Bucket(float(row.due_ms), float(row.cut_rate_per_s or 0), row.cut_at_ms or 0, row.version)
+
+    def write(self, name: str, bucket: Bucket, expires_at_s: int) -> bool:
+        rows = self._rows
+        row = rows(
+            pk=BUCKET_PREFIX + name,
+            due_ms=bucket.due_ms,
+            cut_rate_per_s=bucket.cut_rate_per_s or None,
+            cut_at_ms=bucket.cut_at_ms or None,
+            version=bucket.version + 1,
+            expires_at=ttl(expires_at_s),
+        )
+        unchanged = rows.pk.does_not_exist() if not bucket.version else rows.version == bucket.version
+        try:
+            row.save(condition=unchanged)
+        except PutError as error:
+            if condition_failed(error):
+                return False
+            raise
+        return True

@@ -1,13 +1,20 @@
 """The rate limiter's part, and the limits from settings."""
 
 from herald.container import Container, current, part
-from herald.limits.dynamo import DynamoCounter
+from herald.limits.dynamo import DynamoBucketStore, DynamoCounter
+from herald.limits.governor import Governor
 from herald.limits.service import Limit, RateLimiter
 
 
 @part
 def rate_limiter(c: Container) -> RateLimiter:
     return RateLimiter(DynamoCounter(c.settings.rate_limits_table, c.clients.dynamodb), clock=c.clock)
+
+
+@part
+def governor(c: Container) -> Governor:
+    """The outbound governors' buckets, beside the inbound counters in the rate-limits table."""
+    return Governor(DynamoBucketStore(c.settings.rate_limits_table, c.clients.dynamodb), clock=c.clock)
 
 
 def _limit(scope: str, per_window: int) -> Limit:

@@ -37,14 +37,24 @@ TOKEN_INVALID_CODES = frozenset({99991661, 99991663, 99991668})  # missing, inva
 # Codes that say "not now" rather than "never": rate limits and Feishu's internal errors.
 RETRYABLE_CODES = frozenset({99991400, 230020, 11232, 1000004, 1000005, 99991401, 230019})
 NOT_DONE_CODES = RETRYABLE_CODES | TOKEN_INVALID_CODES  # Feishu did not act, and may on another try
+# Feishu's rate-limit answers: the app's frequency control (99991400, or HTTP 429), and a chat's or a
+# person's message rate (230020). docs/side-effects.md cites them.
+APP_THROTTLED_CODES = frozenset({99991400})
+CHAT_THROTTLED_CODES = frozenset({230020})
 _TOKEN_REFRESH_MARGIN_S = 300
 
 
 class FeishuError(DeliveryError):
     def __init__(
-        self, message: str, *, retryable: bool, maybe_delivered: bool = False, code: int | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        maybe_delivered: bool = False,
+        code: int | None = None,
+        throttled: str = "",
     ) -> None:
-        super().__init__(message, retryable=retryable, maybe_delivered=maybe_delivered)
+        super().__init__(message, retryable=retryable, maybe_delivered=maybe_delivered, throttled=throttled)
         self.code = code
 
 
@@ -156,10 +166,14 @@ class FeishuClient:
             return result
         if code in TOKEN_INVALID_CODES:
             self.forget_token()
+        throttled = "chat" if code in CHAT_THROTTLED_CODES else ""
+        if code in APP_THROTTLED_CODES or response.status == 429:
+            throttled = "app"
         raise FeishuError(
             f"{what}: Feishu error {code}: {str(result.get('msg', ''))[:200]}",
             retryable=code in NOT_DONE_CODES or response.status == 429,
             code=code,
+            throttled=throttled,
         )
 
     @staticmethod

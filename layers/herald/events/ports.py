@@ -1,0 +1,57 @@
+"""External events, delivery's ports: the job store as the dispatcher uses it, where a service may send, the
+Feishu client, and the pace of Herald's calls to Feishu."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from herald.events.models import Card, CardMessage, CardWrite, Job, ServiceHead, Target
+
+
+class DispatchStore(Protocol):
+    """What the dispatcher reads, and its writes: a job's step, and the cursor moved past finished jobs."""
+
+    def head(self, service_id: str) -> ServiceHead: ...
+
+    def job(self, service_id: str, seq: int) -> Job | None: ...
+
+    def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
+
+    def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
+        """Move the service's cursor from `from_seq` to `to_seq` (no-op if someone already did)."""
+        ...
+
+    def commit(
+        self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
+    ) -> Job:
+        """`after` over `before` if the stored job is still as `before` (StaleJob if not); with the card
+        mapping it leaves, and, when `advance`, the service's cursor moved past it."""
+        ...
+
+
+class TargetPolicy(Protocol):
+    def allowed_targets(self, service_id: str) -> frozenset[str]:
+        """Where the service's events may go now (`receive_id_type:receive_id`)."""
+        ...
+
+
+class Messenger(Protocol):
+    def tenant_access_token(self) -> str: ...
+
+    def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str: ...
+
+    def update_card(self, message_id: str, card: Card) -> None: ...
+
+
+class Pace(Protocol):
+    """Herald's calls to Feishu, kept under its published limits (herald.events.pacing)."""
+
+    def wait(self, target: Target, budget_ms: Callable[[], int]) -> int:
+        """Take a call's tokens to `target`, waiting for them while `budget_ms()` allows; the ms still to
+        wait when it does not (0: the call may go now)."""
+        ...
+
+    def refused(self, target: Target, scope: str) -> None:
+        """Feishu refused a call to `target` by its rate limit (`scope`: `app` or `chat`): slow down there."""
+        ...

@@ -1,0 +1,130 @@
+"""Herald's calls to Feishu under Feishu's limits: a worker waits for its call's tokens (on a clock the test
+moves, so nothing sleeps), a rate-limit answer slows the bucket down and never counts as a failed attempt,
+and a wait longer than the worker's time hands the service to a fresh message instead of failing it."""
+
+from __future__ import annotations
+
+import pytest
+
+from herald.events.dispatch import DrainResult, EventDispatcher
+from herald.events.models import Card, DispatchPolicy, ExternalEvent, JobStatus
+from herald.events.nudges import Nudge
+from herald.events.pacing import FeishuLimits, FeishuPace
+from herald.events.service import EventIntake
+from herald.limits.governor import Governor
+from herald.providers.feishu import FeishuError
+from tests.support.clock import FakeClock
+from tests.support.fakes import AdmitAll, InMemoryBucketStore, InMemoryJobStore, PartnerKey
+
+ALLOWED = frozenset({"chat_id:oc_1", "chat_id:oc_2"})
+
+
+class Feishu:
+    """Answers after no time; records when each call came; refuses the next `refusals` calls by a rate limit."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.calls: list[tuple[int, str]] = []
+        self.refusals: list[str] = []
+
+    def tenant_access_token(self) -> str:
+        return "token"
+
+    def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str:
+        if self.refusals:
+            scope = self.refusals.pop(0)
+            code = 230020 if scope == "chat" else 99991400
+            raise FeishuError(f"Feishu error {code}", retryable=True, code=code, throttled=scope)
+        self.calls.append((self.clock.now, receive_id))
+        return f"om_{len(self.calls)}"
+
+    def update_card(self, message_id: str, card: Card) -> None:
+        self.calls.append((self.clock.now, message_id))
+
+
+class Targets:
+    def allowed_targets(self, service_id: str) -> frozenset[str]:
+        return ALLOWED
+
+
+class Herald:
+    def __init__(self) -> None:
+        self.clock = FakeClock(1_800_000_000_000)
+        self.store = InMemoryJobStore()
+        self.feishu = Feishu(self.clock)
+        self.nudges: list[Nudge] = []
+        self.outcomes: list[str] = []
+        self.pace = FeishuPace(Governor(InMemoryBucketStore(), self.clock, self.sleep), "cli_app", FeishuLimits())
+        self.dispatcher = EventDispatcher(
+            self.store,
+            Targets(),
+            self.feishu,
+            DispatchPolicy(reserve_ms=0, max_attempts=2),
+            nudge=self.nudges.append,
+            clock=self.clock,
+            on_outcome=lambda job, outcome: self.outcomes.append(outcome),
+            pace=self.pace,
+        )
+        self.intake = EventIntake(self.store, AdmitAll(), self.clock)
+        self.slept_ms = 0
+
+    def sleep(self, seconds: float) -> None:
+        self.slept_ms += round(seconds * 1000)
+        self.clock.advance(round(seconds * 1000))
+
+    def post(self, n: int, chat: str = "oc_1") -> None:
+        data = {"title": f"e{n}", "status": "running", "target": {"receive_id": chat, "receive_id_type": "chat_id"}}
+        self.intake.accept(
+            PartnerKey("svc", ALLOWED), ExternalEvent.from_content(f"e{n}", {"event_type": "t", "data": data})
+        )
+
+
+@pytest.fixture
+def herald() -> Herald:
+    return Herald()
+
+
+def most_in_a_second(times: list[int]) -> int:
+    return max(sum(1 for t in times if start <= t < start + 1000) for start in times)
+
+
+def test_a_burst_to_one_chat_is_delivered_in_one_drain_at_the_chats_pace(herald: Herald) -> None:
+    for n in range(20):
+        herald.post(n)
+    assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
+    times = [at for at, _ in herald.feishu.calls]
+    assert len(times) == 20 and most_in_a_second(times) <= 5
+    assert herald.slept_ms >= 3_000  # 20 calls at 4.5 a second
+
+
+def test_a_rate_limit_answer_slows_the_chat_and_never_fails_the_job(herald: Herald) -> None:
+    herald.post(1)
+    herald.feishu.refusals = ["chat"] * 5  # more refusals than the job's attempts (2)
+    assert herald.dispatcher.drain("svc", lambda: 600_000) is DrainResult.CAUGHT_UP
+    job = herald.store.job("svc", 1)
+    assert job is not None and job.status is JobStatus.SUCCEEDED and job.attempts == 1
+    assert herald.outcomes.count("throttled") == 5 and "failed" not in herald.outcomes
+    gaps = herald.slept_ms
+    assert gaps > 5 * 1000 / 4.5  # each refusal halved the chat's pace
+
+
+def test_a_wait_longer_than_the_workers_time_hands_the_service_to_a_fresh_message(herald: Herald) -> None:
+    herald.post(1)
+    herald.post(2)
+    assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
+    herald.post(3)
+    assert herald.dispatcher.drain("svc", lambda: 50) is DrainResult.PAUSED  # its token is 222 ms away
+    job = herald.store.job("svc", 3)
+    assert job is not None and job.status is JobStatus.QUEUED and job.attempts == 0  # untouched
+    (nudge,) = herald.nudges
+    assert (nudge.service_id, nudge.seq) == ("svc", 2) and nudge.why.startswith("paced-")
+    assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
+
+
+def test_chats_of_one_app_share_the_apps_pace_but_not_each_others(herald: Herald) -> None:
+    for n in range(10):
+        herald.post(n, chat="oc_1" if n % 2 else "oc_2")
+    herald.dispatcher.drain("svc", lambda: 60_000)
+    per_chat = {chat: [at for at, c in herald.feishu.calls if c == chat] for chat in ("oc_1", "oc_2")}
+    assert all(most_in_a_second(times) <= 5 for times in per_chat.values())
+    assert most_in_a_second([at for at, _ in herald.feishu.calls]) > 5  # two chats go faster than one

@@ -1,0 +1,103 @@
+"""The outbound governor's arithmetic: pacing under a published limit, the burst of a per-minute limit, a
+provider's refusal halving the rate (never below its floor) and the rate climbing back, on a clock the test
+moves."""
+
+from __future__ import annotations
+
+import pytest
+
+from herald.limits.governor import SLOWEST_SHARE, Bucket, BucketLimit, Gate, Governor
+from tests.support.clock import FakeClock
+from tests.support.fakes import InMemoryBucketStore
+
+START = 1_800_000_000_000
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
+
+
+@pytest.fixture
+def governor(clock: FakeClock) -> Governor:
+    return Governor(InMemoryBucketStore(), clock)
+
+
+def calls_passed(governor: Governor, clock: FakeClock, gates: list[Gate], seconds: int, step_ms: int = 10) -> list[int]:
+    """Try a call every `step_ms` for `seconds`; the times (ms from the start) of those let through."""
+    passed = []
+    for _ in range(seconds * 1000 // step_ms):
+        if governor.take(gates) == 0:
+            passed.append(clock.now - START)
+        clock.advance(step_ms)
+    return passed
+
+
+def most_in_any_window(times: list[int], window_ms: int) -> int:
+    return max(sum(1 for t in times if start <= t < start + window_ms) for start in times)
+
+
+def test_a_per_second_limit_is_paced_under_it_in_every_sliding_second(governor: Governor, clock: FakeClock) -> None:
+    chat = Gate("feishu:chat:oc_1", BucketLimit(5))
+    passed = calls_passed(governor, clock, [chat], seconds=10)
+    assert most_in_any_window(passed, 1000) <= 5
+    assert len(passed) >= 0.85 * 5 * 10  # and near it: the headroom is a tenth
+
+
+def test_a_per_minute_limit_allows_a_tenth_at_once_and_never_more_than_the_limit_in_a_minute(
+    governor: Governor, clock: FakeClock
+) -> None:
+    app = Gate("feishu:app", BucketLimit(1000, per_seconds=60))
+    burst = [governor.take([app]) for _ in range(150)]
+    assert burst.count(0) == 100  # a tenth of the limit, at once
+    passed = calls_passed(governor, clock, [app], seconds=180)
+    assert most_in_any_window(passed, 60_000) + 100 <= 1000 + 15  # the burst plus a minute's pacing
+
+
+def test_no_token_says_how_long_to_wait_and_then_one_passes(governor: Governor, clock: FakeClock) -> None:
+    chat = Gate("chat", BucketLimit(5))
+    assert governor.take([chat]) == 0
+    wait = governor.take([chat])
+    assert 0 < wait <= 1000 / (5 * 0.9) + 1
+    clock.advance(wait)
+    assert governor.take([chat]) == 0
+
+
+def test_a_refusal_halves_the_rate_and_it_climbs_back_over_the_recovery_time(clock: FakeClock) -> None:
+    limit = BucketLimit(10, recovery_s=30)
+    bucket = Bucket().refused(limit, clock.now)
+    assert bucket.rate_per_s(limit, clock.now) == pytest.approx(limit.rate_per_s / 2)
+    assert bucket.rate_per_s(limit, clock.now + 15_000) == pytest.approx(limit.rate_per_s)  # half of it back in 15 s
+    assert bucket.rate_per_s(limit, clock.now + 10_000) < limit.rate_per_s
+
+
+def test_refusals_in_a_row_never_cut_below_the_floor(clock: FakeClock) -> None:
+    limit = BucketLimit(10)
+    bucket = Bucket()
+    for _ in range(20):
+        bucket = bucket.refused(limit, clock.now)
+    assert bucket.rate_per_s(limit, clock.now) == pytest.approx(limit.rate_per_s * SLOWEST_SHARE)
+
+
+def test_a_refusal_holds_the_bucket_for_the_wait_the_provider_suggests(governor: Governor, clock: FakeClock) -> None:
+    chat = Gate("chat", BucketLimit(5))
+    governor.refused(chat, retry_after_ms=3_000)
+    assert governor.take([chat]) == 3_000
+    clock.advance(3_000)
+    assert governor.take([chat]) == 0
+
+
+def test_a_call_counts_against_every_gate_and_waits_for_the_tightest(governor: Governor, clock: FakeClock) -> None:
+    chat = Gate("chat", BucketLimit(5))
+    app = Gate("app", BucketLimit(50))
+    assert governor.take([chat, app]) == 0
+    clock.advance(25)  # past the app's pace (50 a second), not the chat's (5)
+    assert governor.take([chat, app]) > 25
+    other = Gate("other chat", BucketLimit(5))
+    assert governor.take([other, app]) == 0  # another chat of the same app goes on
+    assert governor.take([Gate("a third chat", BucketLimit(5)), app]) > 0  # but not two at once: the app's pace
+
+
+def test_a_limit_of_zero_is_off(governor: Governor) -> None:
+    off = Gate("off", BucketLimit(0))
+    assert [governor.take([off]) for _ in range(100)] == [0] * 100
