@@ -38,14 +38,14 @@ _QUEUE_ATTRIBUTES = (
 
 def provision(stack: StackTemplate, dynamodb: DynamoDBClient, sqs: SQSClient) -> None:
     for logical_id in stack.of_type("AWS::DynamoDB::Table"):
-        _create_table(stack, logical_id, dynamodb)
+        create_table(stack, logical_id, dynamodb)
     queues = stack.of_type("AWS::SQS::Queue")
     # Dead-letter queues first: a redrive policy names its DLQ's ARN.
     for logical_id in sorted(queues, key=lambda lid: "RedrivePolicy" in queues[lid].get("Properties", {})):
         _create_queue(stack, logical_id, sqs)
 
 
-def _create_table(stack: StackTemplate, logical_id: str, dynamodb: DynamoDBClient) -> None:
+def create_table(stack: StackTemplate, logical_id: str, dynamodb: DynamoDBClient) -> None:
     props = stack.resolve(stack.resources[logical_id].get("Properties", {}))
     name = stack.physical_name(logical_id)
     request: dict[str, Any] = {key: props[key] for key in _TABLE_KEYS if key in props}

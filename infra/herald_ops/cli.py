@@ -1,7 +1,7 @@
 """`herald-ops`: what an operator runs against a deployed stack (`--stack NAME`) or the local cloud.
 
     herald-ops keys create|list|rotate|revoke      service keys
-    herald-ops events blocked|unknown|resolve      external events a failed or UNKNOWN job holds up (Herald settles
+    herald-ops events blocked|unknown|show|resolve external events a failed or UNKNOWN job holds up (Herald settles
                                                   an UNKNOWN one itself where Feishu makes it provable)
     herald-ops dlq list|peek|redrive|purge         dead-letter queues
     herald-ops confirms stuck|repair               confirms the janitor could not settle
@@ -204,6 +204,24 @@ def events_blocked(**where: Any) -> int:
 @stack_options
 def events_unknown(**where: Any) -> int:
     return _blocked(True, where)
+
+
+@events.command(
+    "show",
+    help="one job as Herald recorded it: status, outcome, evidence and resolutions (a superseded revision names "
+    "the revision sent instead)",
+)
+@click.argument("job")
+@stack_options
+def events_show(job: str, **where: Any) -> int:
+    from herald.events.operations import describe
+
+    try:
+        found = _event_operations(_stack(**where)).get(job)
+    except HeraldError as error:
+        return _refused(error.message)
+    _line(describe(found))
+    return 0
 
 
 @events.command("resolve", help="resolve a blocked job (recorded with who and when)")

@@ -105,10 +105,10 @@ def main() -> None:
         install_hooks()
         from herald_ops.template import StackTemplate
 
-        from herald_dev.provision import _create_table
+        from herald_dev.provision import create_table
 
         stack = StackTemplate.from_file(REPO / "template.yaml", stack_name="test")
-        _create_table(stack, "InboxTable", boto3.client("dynamodb"))
+        create_table(stack, "InboxTable", boto3.client("dynamodb"))
         clear_herald_caches()
         from herald.auth.models import Principal
         from herald.clock import now_ms

@@ -86,6 +86,15 @@ def test_the_sample_owner_service_as_written(make_dev: None) -> None:
         assert registration["business_type"] == "group_join" and "whsec_" not in json.dumps(values)
 
 
+def one_card_at_revision_two(feishu: str, chat: str) -> None:
+    """One message in the chat, ending at step 2: revision 1 sent then updated in place, or, when revision 2
+    was already waiting behind it, revision 1 superseded and only revision 2 sent."""
+    mine = [c for c in httpx.get(f"{feishu}/__fake/messages").json() if c["receive_id"] == chat]
+    steps = [(c["op"], "step 2" in json.dumps(c)) for c in mine]
+    assert steps in ([("send", False), ("update", True)], [("send", True)]), mine
+    assert len({c["message_id"] for c in mine}) == 1, mine
+
+
 def test_the_python_sdk_as_written(make_dev: None) -> None:
     for _ in range(2):  # a second run posts the same event ids: duplicates, still one card
         output = run_block(block(SDK))
@@ -93,26 +102,17 @@ def test_the_python_sdk_as_written(make_dev: None) -> None:
         assert [a.split("'")[3] for a in answers] == ["sdk-1", "sdk-2"], output
     feishu = json.loads(DEV_STATE.read_text())["fakes"]["feishu"]
 
-    def one_card_at_revision_two() -> None:
-        cards = [c for c in httpx.get(f"{feishu}/__fake/messages").json() if c["receive_id"] == "oc_sdk"]
-        assert [c["op"] for c in cards] == ["send", "update"] and "step 2" in json.dumps(cards[-1]), cards
-
-    eventually(one_card_at_revision_two)
+    eventually(lambda: one_card_at_revision_two(feishu, "oc_sdk"))
 
 
 def test_external_events_as_written(make_dev: None) -> None:
     output = run_block(block(EVENTS))
     answers = [v for v in json_values(output) if "code" in v]
     assert [(a["code"], a["data"]["event_id"]) for a in answers] == [("OK", "evt-1"), ("OK", "evt-2")], output
+    assert [v["revision"] for v in json_values(output) if v.get("job_id") == "scheduler:1"] == [1], output
     feishu = json.loads(DEV_STATE.read_text())["fakes"]["feishu"]
 
-    def one_card_at_revision_two() -> None:
-        cards = httpx.get(f"{feishu}/__fake/messages").json()
-        mine = [c for c in cards if c["receive_id"] == "oc_demo"]
-        assert [c["op"] for c in mine] == ["send", "update"], mine  # one card, then updated in place
-        assert len({c["message_id"] for c in mine}) == 1 and "step 2" in json.dumps(mine[-1]), mine
-
-    eventually(one_card_at_revision_two)
+    eventually(lambda: one_card_at_revision_two(feishu, "oc_demo"))
 
 
 def test_agent_turn_queue_as_written(make_dev: None) -> None:

@@ -161,7 +161,9 @@ def test_card_revisions_update_forward_and_never_back(
     partner: Partner, events: EventsPipeline, feishu: FakeFeishu
 ) -> None:
     partner.accept("e1", event_id="job-42", revision=1, title="r1")
+    events.drain()
     partner.accept("e2", event_id="job-42", revision=3, title="r3")
+    events.drain()
     partner.accept("e3", event_id="job-42", revision=2, title="r2 (older)")
     partner.accept("e4", event_id="job-42", revision=3, title="r3")
     partner.accept("e5", event_id="job-42", revision=1, title="r1", target={**TARGET, "receive_id": "oc_other"})
@@ -172,8 +174,31 @@ def test_card_revisions_update_forward_and_never_back(
     ]
     assert [e["op"] for e in feishu.log if e["receive_id"] == "oc_other"] == ["send"]  # revisions per receiver
     outcomes = [job.outcome for seq in range(1, 6) if (job := event_store().job("scheduler", seq))]
-    assert outcomes == ["sent", "updated", "stale_revision", "same_revision", "sent"]
+    assert outcomes == ["sent", "updated", "superseded", "same_revision", "sent"]
     assert len({e["message_id"] for e in feishu.log if e["receive_id"] == "oc_ops"}) == 1
+
+
+def test_revisions_waiting_together_send_only_the_newest_and_record_the_others_superseded(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    partner.accept("e1", event_id="job-42", revision=1, title="r1")
+    partner.accept("e2", event_id="job-42", revision=3, title="r3")
+    partner.accept("e3", event_id="job-42", revision=2, title="r2 (older)")
+    partner.accept("e4", title="a message between them")
+    partner.accept("e5", event_id="job-42", revision=4, title="r4")
+    events.drain()
+    assert [(e["op"], e["title"]) for e in feishu.log] == [("send", "a message between them"), ("send", "r4")]
+    jobs = [event_store().job("scheduler", seq) for seq in range(1, 6)]
+    assert [job.status if job else None for job in jobs] == [
+        JobStatus.SUPERSEDED,
+        JobStatus.SUPERSEDED,
+        JobStatus.SUPERSEDED,
+        JobStatus.SUCCEEDED,
+        JobStatus.SUCCEEDED,
+    ]
+    by = [job.resolutions[-1] for job in jobs[:3] if job]
+    assert [(r["by"], r["revision"], r["job_id"]) for r in by] == [("herald", 4, "scheduler:5")] * 3
+    assert operations().get("scheduler:1").status is JobStatus.SUPERSEDED  # what an operator sees
 
 
 def test_same_revision_with_other_content_fails_and_blocks_only_its_service(
@@ -281,11 +306,11 @@ def test_unknown_resolved_as_sent_records_the_message_and_later_revisions_update
 ) -> None:
     feishu.queue_faults({"op": "send", "after_send": True})
     partner.accept("e1", event_id="job-7", revision=1, title="r1")
-    partner.accept("e2", event_id="job-7", revision=2, title="r2")
     events.drain()
     (sent,) = feishu.log
     job = operations().sent("scheduler:1", sent["message_id"], by="bob")
     assert job.status is JobStatus.SUCCEEDED and job.message_id == sent["message_id"]
+    partner.accept("e2", event_id="job-7", revision=2, title="r2")
     events.drain()
     assert [(e["op"], e["message_id"]) for e in feishu.log] == [
         ("send", sent["message_id"]),

@@ -3,7 +3,9 @@ function's environment), not from defaults: a job an operator skips expires afte
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -19,7 +21,7 @@ from tests.support.aws import create_stack
 
 STACK = "herald-prod"
 RETENTION_S = 3 * 86_400  # the stack's own, not the default 7 days
-EVENT = {
+EVENT: dict[str, Any] = {
     "event_type": "job.finished",
     "data": {
         "title": "nightly",
@@ -78,3 +80,29 @@ def test_an_operators_resolution_follows_the_deployed_stacks_retention(deployed:
     expires_at_s = int(item["expires_at"]["N"])
     assert item["status"]["S"] == "skipped"
     assert before // 1000 + RETENTION_S - 5 <= expires_at_s <= now_ms() // 1000 + RETENTION_S + 5
+
+
+def test_an_operator_sees_a_superseded_revision_and_the_revision_sent_instead(
+    deployed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = DynamoEventStore(deployed)
+    revisions = [{**EVENT, "data": {**EVENT["data"], "event_id": "build-7", "revision": r}} for r in (1, 2)]
+    old, new = (
+        store.append("scheduler", ExternalEvent.from_content(f"e{n}", event), now_ms)
+        for n, event in enumerate(revisions)
+    )
+    store.commit(old, old.superseded(new, now_ms(), now_ms() + 60_000), now_ms(), advance=True)
+    capsys.readouterr()
+
+    assert main(["events", "show", "scheduler:1", "--stack", STACK]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["status"], shown["outcome"]) == ("superseded", "superseded")
+    assert shown["resolutions"][-1] | {"at_ms": 0} == {
+        "action": "superseded",
+        "by": "herald",
+        "at_ms": 0,
+        "revision": 2,
+        "job_id": "scheduler:2",
+    }
+    assert main(["events", "show", "scheduler:9", "--stack", STACK]) == 2
+    assert "no job scheduler:9" in capsys.readouterr().err

@@ -339,6 +339,10 @@ class InMemoryJobStore:
     def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None:
         return self.cards.get((service_id, card_id, target.key))
 
+    def waiting(self, service_id: str, after_seq: int, limit: int) -> list[Job]:
+        later = sorted(seq for (service, seq) in self.jobs if service == service_id and seq > after_seq)
+        return [self.jobs[(service_id, seq)] for seq in later[:limit]]
+
     def blocked(self) -> list[Job]:
         return sorted((j for j in self.jobs.values() if j.status.blocking), key=lambda j: j.blocked_at_ms)
 

@@ -239,3 +239,27 @@ class JobStoreContract:
         with pytest.raises(StaleJob):
             store.commit(failed, failed.resolved(JobStatus.QUEUED, requeue, NOW + 8, None), NOW + 8)
         assert store.job(service, 1) == skipped
+
+    # ------------------------------------------------------------------ coalescing a card's revisions
+    def test_the_jobs_waiting_behind_one_are_read_in_order_up_to_a_limit(self, store: JobStore, service: str) -> None:
+        jobs = self.append(store, service, *(event(f"e{n}") for n in range(1, 5)))
+        assert store.waiting(service, 1, 10) == jobs[1:]
+        assert store.waiting(service, 1, 2) == jobs[1:3]
+        assert store.waiting(service, 4, 10) == []
+
+    def test_a_superseded_revision_finishes_without_a_call_and_moves_the_cursor(
+        self, store: JobStore, service: str
+    ) -> None:
+        old, other, new = self.append(
+            store, service, event("e1", "card-1", 1), event("e2", "card-2", 5), event("e3", "card-1", 2)
+        )
+        assert old.newest_revision_in(store.waiting(service, 1, 10)) == new
+        assert other.newest_revision_in(store.waiting(service, 2, 10)) is None
+        done = old.superseded(new, NOW + 3, NOW + 3 + RETENTION_MS)
+        self.commit(store, old, done, NOW + 3, advance=True)
+        assert store.head(service).done_seq == 1
+        assert (done.outcome, done.resolutions[-1]["revision"], done.resolutions[-1]["job_id"]) == (
+            "superseded",
+            2,
+            new.job_id,
+        )

@@ -32,7 +32,6 @@ from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
 from herald.events.models import (
-    UUID_WINDOW_MARGIN_MS,
     CardDecision,
     CardMessage,
     CardWrite,
@@ -48,6 +47,7 @@ from herald.events.pacing import Unpaced
 from herald.events.ports import DispatchStore, Messenger, Pace, TargetPolicy
 
 OPERATOR_DECIDES = "an operator decides"
+COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newer one of the same card
 
 
 class NotYet(Exception):
@@ -93,7 +93,8 @@ class EventDispatcher:
 
     def drain(self, service_id: str, remaining_ms: Callable[[], int]) -> DrainResult:
         allowed = self._targets.allowed_targets(service_id)  # read once a drain: a narrowing applies from the next
-        cursor = started_at = self._store.head(service_id).done_seq
+        head = self._store.head(service_id)
+        cursor = started_at = head.done_seq
         while (job := self._next_unfinished(service_id, cursor)) is not None:
             cursor = job.seq - 1
             if job.awaiting_operator:
@@ -105,6 +106,9 @@ class EventDispatcher:
                     job, "interrupted after its side effect was marked (its worker died or ran out of time)"
                 )
                 continue  # read it again: to be settled now, or left to an operator
+            if head.next_seq > job.seq and self._superseded(job):
+                cursor = job.seq
+                continue
             left = remaining_ms()
             if left < self._policy.reserve_ms:
                 return self._pause(service_id, cursor, started_at, left)
@@ -156,6 +160,22 @@ class EventDispatcher:
         until, why = waits.get(job.status, (0, ""))
         if until > now:
             raise NotYet(f"job {job.job_id} {why}", until - now)
+
+    def _superseded(self, job: Job) -> bool:
+        """A queued card revision with a newer one of its card already waiting is not sent (the newer is, in
+        its turn): recorded superseded, the cursor past it. False when it is to be sent (or moved meanwhile)."""
+        if job.status is not JobStatus.QUEUED or job.event.card_id is None:
+            return False
+        newer = job.newest_revision_in(self._store.waiting(job.service_id, job.seq, COALESCE_WINDOW))
+        if newer is None:
+            return False
+        now = self._clock()
+        try:
+            self._store.commit(job, job.superseded(newer, now, now + self._policy.retention_ms), now, advance=True)
+        except StaleJob:
+            return False
+        self._on_outcome(job, "superseded")
+        return True
 
     def _paced(self, job: Job, remaining_ms: Callable[[], int]) -> bool:
         """The call's tokens are taken (the worker waited for them while its time allowed)."""
@@ -243,7 +263,7 @@ class EventDispatcher:
             return self._settled(job, str(decision), message_id, None, "the card already shows this revision")
         if decision is CardDecision.CONFLICT:
             return self._unknown_for_operator(job, _conflict(job))
-        if decision is CardDecision.SEND and (closed := self._window_closed(job, self._clock())):
+        if decision is CardDecision.SEND and (closed := self._policy.resend_window_closed(job, self._clock())):
             return self._unknown_for_operator(job, f"not sent again: {closed}")
         try:
             self._messenger.tenant_access_token()
@@ -266,19 +286,6 @@ class EventDispatcher:
         else:
             how = f"sent again with uuid {job.feishu_uuid} inside Feishu's window; Feishu answered {message_id}"
         return self._settled(job, outcome, message_id, card_write(job, message_id, current), how)
-
-    def _window_closed(self, job: Job, now: int) -> str:
-        """Why a resend could no longer be deduplicated by Feishu before it ends ("" while it can)."""
-        if not job.first_marked_at_ms:
-            return "no record of when it was first sent: a resend could deliver a second card"
-        closes = job.first_marked_at_ms + self._policy.send_dedup_window_ms
-        if now + self._policy.reserve_ms <= closes:
-            return ""
-        return (
-            f"first sent at {job.first_marked_at_ms} ms; Feishu's one-hour uuid window (less "
-            f"{UUID_WINDOW_MARGIN_MS // 60_000} min for clocks) closes at {closes} ms: a resend could deliver a "
-            "second card"
-        )
 
     def _settled(self, job: Job, outcome: str, message_id: str, card: CardWrite | None, evidence: str) -> bool:
         """Settled by Herald: recorded on the job like an operator's resolution, by `herald`, with the evidence."""
@@ -318,7 +325,9 @@ class EventDispatcher:
         fall outside Feishu's uuid window (`decision`, the side effect it was, is read when not given)."""
         if job.settle_tries >= self._policy.settle_attempts:
             return 0, f"not settled after {job.settle_tries} tries: {OPERATOR_DECIDES}"
-        if (decision or self._decision(job)[1]) is CardDecision.SEND and (closed := self._window_closed(job, at)):
+        if (decision or self._decision(job)[1]) is CardDecision.SEND and (
+            closed := self._policy.resend_window_closed(job, at)
+        ):
             return 0, f"{closed}; {OPERATOR_DECIDES}"
         return max(1, at), ""
 

@@ -32,6 +32,7 @@ from herald.events.rows import (
     IDENTITY,
     IN_FLIGHT,
     JOB_ITEM,
+    LAST_SEQ,
     CardRow,
     EventRecordRow,
     HeadRow,
@@ -86,6 +87,12 @@ class DynamoEventStore:
         except self._cards.DoesNotExist:
             return None
         return CardMessage(row.message_id, row.revision, row.content_hash)
+
+    def waiting(self, service_id: str, after_seq: int, limit: int) -> list[Job]:
+        jobs = self._jobs  # eventually consistent: a revision appended a moment ago is coalesced next time
+        later = jobs.sk.between(job_sk(after_seq + 1), job_sk(LAST_SEQ))
+        rows = jobs.query(service_pk(service_id), later, limit=limit, page_size=limit)
+        return [row.job() for row in rows if row.item_type == JOB_ITEM]
 
     def blocked(self) -> list[Job]:
         jobs = [

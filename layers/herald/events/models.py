@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -43,12 +44,13 @@ class JobStatus(StrEnum):
     SUCCEEDED = "succeeded"
     REJECTED = "rejected"  # not delivered: the target is no longer allowed for the service
     SKIPPED = "skipped"  # not delivered: an operator skipped it
+    SUPERSEDED = "superseded"  # not sent: a newer revision of its card was already waiting behind it
     FAILED = "failed"  # blocks the service
     UNKNOWN = "unknown"  # blocks the service: the side effect may or may not have happened
 
     @property
     def completed(self) -> bool:
-        return self in (JobStatus.SUCCEEDED, JobStatus.REJECTED, JobStatus.SKIPPED)
+        return self in (JobStatus.SUCCEEDED, JobStatus.REJECTED, JobStatus.SKIPPED, JobStatus.SUPERSEDED)
 
     @property
     def blocking(self) -> bool:
@@ -61,7 +63,7 @@ class JobStatus(StrEnum):
 # running to settle it (where Feishu makes a second try provably harmless); otherwise an operator moves a
 # blocked job on, and only an unknown one can be recorded as sent (a failed one was certainly not).
 JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
-    JobStatus.QUEUED: frozenset({JobStatus.RUNNING}),
+    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.SUPERSEDED}),
     JobStatus.RUNNING: frozenset(
         {
             JobStatus.RUNNING,
@@ -77,6 +79,7 @@ JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.SUCCEEDED: frozenset(),
     JobStatus.REJECTED: frozenset(),
     JobStatus.SKIPPED: frozenset(),
+    JobStatus.SUPERSEDED: frozenset(),
 }
 
 
@@ -287,6 +290,35 @@ class Job:
             next_settle_at_ms=0,
             resolutions=self.resolutions if resolution is None else (*self.resolutions, resolution),
         )
+
+    def superseded(self, newer: Job, now: int, expires_at_ms: int) -> Job:
+        """Not sent: `newer`, a later revision of the same card, is waiting behind it and is sent instead
+        (seed 002: an older revision never overwrites a newer one, so nothing is lost by skipping it)."""
+        record = {"action": "superseded", "by": "herald", "at_ms": now, "revision": newer.event.revision}
+        return self._to(
+            JobStatus.SUPERSEDED,
+            outcome="superseded",
+            finished_at_ms=now,
+            expires_at_s=expires_at_ms // 1000,
+            resolutions=(*self.resolutions, {**record, "job_id": newer.job_id}),
+        )
+
+    def newest_revision_in(self, waiting: Sequence[Job]) -> Job | None:
+        """The newest revision of this job's card (same service, card id and receiver) among `waiting`, if
+        it is newer than this one. A job once marked (it may have gone out, e.g. requeued by an operator) is
+        never passed over: its own send, deduplicated by its uuid, keeps the card one message."""
+        event = self.event
+        if event.card_id is None or event.revision is None or self.first_marked_at_ms:
+            return None
+        same_card = [
+            job
+            for job in waiting
+            if job.service_id == self.service_id
+            and (job.event.card_id, job.event.target) == (event.card_id, event.target)
+            and not job.status.completed
+        ]
+        newest = max(same_card, key=lambda job: job.event.revision or 0, default=None)
+        return newest if newest is not None and (newest.event.revision or 0) > event.revision else None
 
     def resolved(self, status: JobStatus, resolution: dict[str, Any], now: int, expires_at_ms: int | None) -> Job:
         """An operator's resolution of a blocked job: recorded, a new generation, no attempt in flight.
@@ -504,3 +536,16 @@ class DispatchPolicy:
 
     def blocked_expiry(self, now: int) -> int | None:
         return now + self.unknown_ttl_ms if self.unknown_ttl_ms > 0 else None
+
+    def resend_window_closed(self, job: Job, now: int) -> str:
+        """Why a resend could no longer be deduplicated by Feishu before it ends ("" while it can)."""
+        if not job.first_marked_at_ms:
+            return "no record of when it was first sent: a resend could deliver a second card"
+        closes = job.first_marked_at_ms + self.send_dedup_window_ms
+        if now + self.reserve_ms <= closes:
+            return ""
+        return (
+            f"first sent at {job.first_marked_at_ms} ms; Feishu's one-hour uuid window (less "
+            f"{UUID_WINDOW_MARGIN_MS // 60_000} min for clocks) closes at {closes} ms: a resend could deliver a "
+            "second card"
+        )

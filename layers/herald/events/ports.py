@@ -18,6 +18,10 @@ class DispatchStore(Protocol):
 
     def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
 
+    def waiting(self, service_id: str, after_seq: int, limit: int) -> list[Job]:
+        """The service's jobs after `after_seq`, in order, at most `limit` of them."""
+        ...
+
     def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
         """Move the service's cursor from `from_seq` to `to_seq` (no-op if someone already did)."""
         ...

@@ -140,6 +140,9 @@ def service_pk(service_id: str) -> str:
     return f"SVC#{service_id}"
 
 
+LAST_SEQ = 10**12 - 1  # the largest sequence number job_sk writes in its twelve digits
+
+
 def job_sk(seq: int) -> str:
     return f"JOB#{seq:012d}"
 
