@@ -87,6 +87,7 @@ def _key_view(record: Any) -> dict[str, Any]:
         "app_codes": sorted(record.app_codes),
         "targets": sorted(record.targets),
         "allow_markdown": record.allow_markdown,
+        "target_rate": record.target_rate,
         "created_at_ms": record.created_at_ms,
         "expires_at_ms": record.expires_at_ms,
         "revoked_at_ms": record.revoked_at_ms,
@@ -114,6 +115,11 @@ def _service_keys(stack: Stack) -> Any:
 @click.option("--target", multiple=True, help="allowed external-event target, e.g. chat_id:oc_xxx")
 @click.option("--expires-in-days", type=int, default=0, help="0: never expires")
 @click.option("--allow-markdown", is_flag=True, help="its cards may opt into Feishu markdown")
+@click.option(
+    "--target-rate",
+    type=int,
+    help="its events a minute to one target, in place of the stack's HERALD_RATE_LIMIT_TARGET_PER_MINUTE",
+)
 @stack_options
 def keys_create(
     service: str,
@@ -122,12 +128,13 @@ def keys_create(
     target: tuple[str, ...],
     expires_in_days: int,
     allow_markdown: bool,
+    target_rate: int | None,
     **where: Any,
 ) -> int:
     expires = now_ms() + expires_in_days * 86_400_000 if expires_in_days else None
     try:
         key, record = _service_keys(_stack(**where)).create_key(
-            service, cap, app_code, target, expires, allow_markdown=allow_markdown
+            service, cap, app_code, target, expires, allow_markdown=allow_markdown, target_rate=target_rate
         )
     except HeraldError as error:
         return _refused(error.message)

@@ -66,6 +66,14 @@ def time_for_provider_call() -> bool:
     return remaining is None or remaining() >= PROVIDER_CALL_MS + RECORD_OUTCOME_MS
 
 
+def spare_ms() -> int:
+    """How long a provider call may wait to start and still finish and be recorded within the invocation
+    (outside one, a provider call's own time)."""
+    remaining = _time_left.get()
+    needed = PROVIDER_CALL_MS + RECORD_OUTCOME_MS
+    return PROVIDER_CALL_MS if remaining is None else remaining() - needed
+
+
 def ensure_time_for_provider_call(what: str) -> None:
     """Raise `OutOfTime` when a provider call started now might not finish and be recorded in time."""
     remaining = _time_left.get()

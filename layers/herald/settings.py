@@ -66,11 +66,14 @@ class Settings:
     # The tenant an operator's key or command is for when it names none.
     default_app_code: str = DEFAULT_APP_CODE
 
-    # Abuse limits (requests per minute; 0 = off): each app user, each service key, and each target (a
-    # Feishu chat an event goes to, a user an invitation goes to). API Gateway's stage throttling is the outer wall.
+    # Abuse limits (requests per minute; 0 = off): each app user, each service key, each target of a service's
+    # events (a Feishu chat or person; a key may carry its own) and each invitee. API Gateway's stage throttling is
+    # the outer wall. A target takes Feishu's own 5 a second: faster only builds a backlog no pace can deliver
+    # (a card's revisions beyond it are coalesced, so progress updates fit).
     rate_limit_user_per_minute: int = 120
     rate_limit_key_per_minute: int = 600
-    rate_limit_target_per_minute: int = 30
+    rate_limit_target_per_minute: int = 300
+    rate_limit_invitee_per_minute: int = 30
     rate_limit_owner_per_minute: int = 300  # confirms one registered business type may ask for
     rate_limit_owner_receiver_per_minute: int = 10  # confirms owner services may ask one receiver
     # The window the per-minute limits count in (a test of waiting one out shortens it; a stack keeps 60).
@@ -110,6 +113,10 @@ class Settings:
     # How long Tencent IM keeps C2C roaming history (7 days unless the app bought more): a push whose earlier
     # send's answer was lost is settled from that history, so only within it.
     tencent_im_history_days: int = 7
+    # Tencent IM's published per-app limits of sendmsg and admin_getroammsg (docs/side-effects.md cites them):
+    # Herald paces its calls under them, shared by every worker (0: not paced).
+    tencent_im_sendmsg_per_second: int = 200
+    tencent_im_roammsg_per_second: int = 200
 
     # External events (CONTRACTS §3) and Feishu. The app secret comes from SSM in AWS, or directly locally.
     events_lease_ms: int = budgets.EVENTS_LEASE_MS  # longer than the worker's Timeout: a live worker keeps its claim

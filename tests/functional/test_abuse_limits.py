@@ -95,6 +95,29 @@ def test_events_to_one_target_over_its_limit_get_429_and_store_nothing(
     assert [entry["title"] for entry in feishu.log] == ["a0", "a1", "a2", "b0"]
 
 
+def test_a_key_with_its_own_target_rate_is_held_to_it_and_other_keys_to_the_stacks(
+    api: TestClient, service_keys: ServiceKeys
+) -> None:
+    reconfigure(rate_limit_target_per_minute=3)
+    targets = ["chat_id:oc_a"]
+    own, _ = service_keys.create_key("progress", ["/events/external"], targets=targets, target_rate=5)
+    plain, _ = service_keys.create_key("nightly", ["/events/external"], targets=targets)
+
+    def post(key: str, event_id: str) -> int:
+        data = {"title": event_id, "status": "done", "target": {"receive_id": "oc_a", "receive_id_type": "chat_id"}}
+        body = {"event_id": event_id, "event_type": "job.done", "data": data}
+        return int(api.post("/events/external", json=body, headers={"Authorization": f"Bearer {key}"}).status_code)
+
+    start_of_a_window()
+    assert [post(own, f"p{n}") for n in range(6)] == [202] * 5 + [429]
+    assert [post(plain, f"n{n}") for n in range(4)] == [202] * 3 + [429]
+
+
+def test_the_shipped_target_limit_admits_what_feishu_delivers_to_one_chat() -> None:
+    defaults = shipped("HERALD_RATE_LIMIT_TARGET_PER_MINUTE", "HERALD_FEISHU_CHAT_CALLS_PER_SECOND")
+    assert defaults["rate_limit_target_per_minute"] == 60 * defaults["feishu_chat_calls_per_second"]
+
+
 @pytest.fixture
 def invitations(pipeline: ConfirmPipeline) -> TestClient:
     return TestClient(create_app())

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from herald.auth.models import ServiceKeyRecord
 from herald.clock import Clock
-from herald.confirms.models import Confirm, StaleConfirm
+from herald.confirms.models import Confirm, Delivery, SendResult, StaleConfirm
 from herald.errors import NotFound
 from herald.events.models import (
     CardMessage,
@@ -293,6 +294,50 @@ class InMemoryConfirmStore:
         ][:limit]
 
 
+class InMemoryDeliveryStore:
+    """The push delivery records in memory, with the Dynamo store's rules: a record is created once and keeps
+    its MsgRandom; a failure never overwrites a sent record; every recorded outcome counts an attempt."""
+
+    def __init__(self) -> None:
+        self.records: dict[tuple[str, str, str], Delivery] = {}
+
+    def _update(self, delivery: Delivery, **changes: Any) -> None:
+        key = (delivery.app_code, delivery.confirm_id, delivery.key)
+        self.records[key] = dataclasses.replace(self.records[key], **changes)
+
+    def begin(self, app_code: str, confirm_id: str, key: str, msg_random: int, now: int) -> Delivery:
+        return self.records.setdefault(
+            (app_code, confirm_id, key), Delivery(app_code, confirm_id, key, msg_random, "pending")
+        )
+
+    def sending(self, delivery: Delivery, now: int) -> None:
+        current = self.records[(delivery.app_code, delivery.confirm_id, delivery.key)]
+        self._update(delivery, sending_since_ms=current.sending_since_ms or now)
+
+    def sent(self, delivery: Delivery, result: SendResult, now: int) -> None:
+        current = self.records[(delivery.app_code, delivery.confirm_id, delivery.key)]
+        self._update(
+            delivery,
+            status="sent",
+            sent_at_ms=now,
+            msg_key=result.msg_key,
+            sending_since_ms=0,
+            attempts=current.attempts + 1,
+        )
+
+    def failed(self, delivery: Delivery, error: str, permanent: bool, now: int) -> None:
+        current = self.records[(delivery.app_code, delivery.confirm_id, delivery.key)]
+        if current.status != "sent":
+            status = "failed" if permanent else "pending"
+            self._update(delivery, status=status, last_error=error, last_error_at_ms=now, attempts=current.attempts + 1)
+
+    def for_confirm(self, app_code: str, confirm_id: str) -> list[Delivery]:
+        return [d for (app, confirm, _), d in self.records.items() if (app, confirm) == (app_code, confirm_id)]
+
+    def failures(self, limit: int) -> list[Delivery]:
+        return [d for d in self.records.values() if d.status == "failed"][:limit]
+
+
 class InMemoryJobStore:
     """The external-event store's ports (intake, dispatch, operations, the janitor's reads) in memory. A commit
     lands only where `Guard.of(before, after)` holds, as on DynamoDB; the contract suite
@@ -404,12 +449,13 @@ class PartnerKey:
     service_id: str
     allowed_targets: frozenset[str]
     allow_markdown: bool = False
+    target_rate: int | None = None
 
 
 class AdmitAll:
     """An intake limit that never refuses (the limits have their own tests)."""
 
-    def check(self, subject: str) -> None:
+    def check(self, subject: str, per_minute: int | None) -> None:
         return None
 
 

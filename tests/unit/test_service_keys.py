@@ -209,3 +209,21 @@ def test_a_wrong_secret_for_a_real_key_id_records_no_use(
     clock.now += 5
     keys.authenticate(key, "/events/external")  # the first real use is recorded, even inside the cache period
     assert store.keys[record.key_id].last_used_at_ms == 1_005
+
+
+@pytest.mark.parametrize("rate", [0, -1, 3001])
+def test_a_target_rate_outside_its_range_is_refused_and_nothing_stored(
+    keys: ServiceKeys, store: InMemoryServiceKeyStore, rate: int
+) -> None:
+    with pytest.raises(InvalidArgument, match="1 to 3000"):
+        keys.create_key("scheduler", ["/events/external"], targets=["chat_id:oc_1"], target_rate=rate)
+    assert store.keys == {}
+
+
+def test_a_keys_target_rate_is_its_callers_and_survives_rotation(keys: ServiceKeys) -> None:
+    key, record = keys.create_key("scheduler", ["/events/external"], targets=["chat_id:oc_1"], target_rate=1200)
+    assert keys.authenticate(key, "/events/external").target_rate == 1200
+    rotated, _ = keys.rotate(record.key_id)
+    assert keys.authenticate(rotated, "/events/external").target_rate == 1200
+    plain, _ = keys.create_key("scheduler", ["/events/external"])
+    assert keys.authenticate(plain, "/events/external").target_rate is None

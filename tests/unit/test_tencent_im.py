@@ -92,6 +92,28 @@ def test_failures_are_classified_retryable_or_permanent(
     assert fake.messages == []
 
 
+@pytest.mark.parametrize(
+    ("fault", "throttled"),
+    [
+        ({"status": 429}, "app"),
+        ({"error_code": 60007}, "app"),  # REST API call frequency over the limit
+        ({"error_code": 60011}, "app"),  # SDKAppID request frequency over the limit
+        ({"error_code": 60018}, "app"),
+        ({"error_code": 60019}, "app"),
+        ({"status": 503}, ""),
+        ({"error_code": 20005}, ""),
+    ],
+)
+def test_a_rate_limit_answer_is_told_apart_from_a_failure(
+    fake: FakeTencentIm, fault: dict[str, int], throttled: str
+) -> None:
+    fake.queue_faults(fault)
+    with pytest.raises(TencentImError) as error:
+        _client(fake).send(MESSAGE)
+    assert (error.value.throttled, error.value.retryable) == (throttled, True)
+    assert fake.messages == []
+
+
 def test_a_wrong_secret_is_a_permanent_signature_error(fake: FakeTencentIm) -> None:
     with pytest.raises(TencentImError) as error:
         _client(fake, key="wrong").send(MESSAGE)

@@ -38,6 +38,7 @@ class ServiceKeyRow(Model):
     app_codes = string_list(null=True)
     targets = string_list(null=True)
     allow_markdown = BooleanAttribute(null=True)
+    target_rate = IntAttribute(null=True)
     expires_at_ms = IntAttribute(null=True)
     revoked_at_ms = IntAttribute(null=True)
     last_used_at_ms = IntAttribute(null=True)
@@ -54,6 +55,7 @@ class ServiceKeyRow(Model):
             app_codes=frozenset(self.app_codes or ()),
             targets=frozenset(self.targets or ()),
             allow_markdown=bool(self.allow_markdown),
+            target_rate=self.target_rate,
             expires_at_ms=self.expires_at_ms,
             revoked_at_ms=self.revoked_at_ms,
             last_used_at_ms=self.last_used_at_ms,
@@ -87,6 +89,7 @@ class DynamoServiceKeyStore:
             app_codes=sorted(key.app_codes),
             targets=sorted(key.targets),
             allow_markdown=key.allow_markdown,
+            target_rate=key.target_rate,
             expires_at_ms=key.expires_at_ms,
             revoked_at_ms=key.revoked_at_ms,
             rotated_from=key.rotated_from,

@@ -28,6 +28,7 @@ class ServiceCaller:
     app_codes: frozenset[str] = frozenset()
     allowed_targets: frozenset[str] = frozenset()
     allow_markdown: bool = False
+    target_rate: int | None = None  # its events a minute to one target (None: the stack's limit)
 
     def tenant(self, requested: str | None) -> str:
         """The tenant a request acts for: the one named, if the key holds it (403 otherwise, before
@@ -55,6 +56,7 @@ class ServiceKeyRecord:
     # Where the service's external events may be delivered (`receive_id_type:receive_id`, CONTRACTS §3).
     targets: frozenset[str] = frozenset()
     allow_markdown: bool = False  # its events' cards may opt into Feishu markdown
+    target_rate: int | None = None  # its events a minute to one target, in place of the stack's limit
     expires_at_ms: int | None = None
     revoked_at_ms: int | None = None
     last_used_at_ms: int | None = None

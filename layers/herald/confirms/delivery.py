@@ -11,8 +11,9 @@ already sent sends nothing.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from herald import budgets
 from herald.clock import Clock, now_ms
@@ -21,6 +22,10 @@ from herald.errors import DeliveryError
 
 IM_CONFIRM = "im_confirm"
 IM_CONFIRM_UPDATE = "im_confirm_update"
+SENDMSG = "sendmsg"  # Tencent IM's APIs a push calls, each paced on its own
+ROAMMSG = "admin_getroammsg"
+THROTTLED_TRIES = 3  # rate-limit answers to one push taken in one invocation before it waits on the queue
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,17 @@ class ImSender(Protocol):
     ) -> SendResult | None: ...
 
 
+class ImPace(Protocol):
+    def wait(self, api: str, budget_ms: Callable[[], int]) -> int:
+        """0 once a call to `api` may go (its token taken, waiting while `budget_ms()` allows), else the ms
+        it would still have to wait."""
+        ...
+
+    def refused(self, api: str) -> None:
+        """Tencent answered a call to `api` with its rate-limit code: slow down."""
+        ...
+
+
 class PermanentDeliveryFailure(Exception):
     """This push can never be delivered: it goes to the dead-letter queue with this reason."""
 
@@ -104,6 +120,15 @@ class RetryableDeliveryFailure(Exception):
     def __init__(self, message: str, attempts: int) -> None:
         super().__init__(message)
         self.attempts = attempts
+
+
+class DeliveryPaced(Exception):
+    """Not tried now: Tencent IM's pace leaves no call for this push in the invocation's time. It comes back
+    after `delay_ms`; no attempt is counted (waiting for a token is not a failure)."""
+
+    def __init__(self, message: str, delay_ms: int) -> None:
+        super().__init__(message)
+        self.delay_ms = delay_ms
 
 
 def new_msg_random() -> int:
@@ -152,7 +177,9 @@ class ConfirmDelivery:
         max_attempts: int,
         history_ms: int,
         clock: Clock = now_ms,
+        pace: ImPace | None = None,
     ) -> None:
+        self._pace = pace
         self._confirms = confirms  # a ConfirmStore (only `get` is used)
         self._deliveries = deliveries
         self._im = im
@@ -180,19 +207,23 @@ class ConfirmDelivery:
                         f"history no longer reaches back to it ({self._history_ms // 86_400_000} days): not sent "
                         "again; look in the conversation, then redrive or drop the push"
                     )
-                found = self._im.find_sent(
-                    confirm.sender_user_id,
-                    confirm.receiver_user_id,
-                    delivery.msg_random,
-                    since_s=delivery.sending_since_ms // 1000 - 1,
-                    until_s=self._clock() // 1000 + 1,
+                found = self._paced(
+                    ROAMMSG,
+                    lambda: self._im.find_sent(
+                        confirm.sender_user_id,
+                        confirm.receiver_user_id,
+                        delivery.msg_random,
+                        since_s=delivery.sending_since_ms // 1000 - 1,
+                        until_s=self._clock() // 1000 + 1,
+                    ),
                 )
                 if found is not None:
                     self._deliveries.sent(delivery, found, self._clock())
                     return delivery
             budgets.ensure_time_for_provider_call("IM send")  # before the record that a call starts
             self._deliveries.sending(delivery, self._clock())
-            result = self._im.send(message_for(confirm, push, delivery.msg_random))
+            message = message_for(confirm, push, delivery.msg_random)
+            result = self._paced(SENDMSG, lambda: self._im.send(message))
         except DeliveryError as exc:
             attempts = delivery.attempts + 1
             reason = str(exc) if not exc.retryable else f"gave up after {attempts} attempts: {exc}"
@@ -203,3 +234,20 @@ class ConfirmDelivery:
             raise PermanentDeliveryFailure(reason) from exc
         self._deliveries.sent(delivery, result, self._clock())
         return delivery
+
+    def _paced(self, api: str, call: Callable[[], T]) -> T:
+        """`call` under Tencent IM's pace: it waits for the app's token while the invocation allows, and a
+        rate-limit answer (nothing was done) slows the bucket and waits again, a few times, before the push
+        goes back to the queue untried."""
+        if self._pace is None:
+            return call()
+        for _ in range(THROTTLED_TRIES):
+            if wait := self._pace.wait(api, budgets.spare_ms):
+                raise DeliveryPaced(f"Tencent IM {api}: the next call is {wait} ms away", wait)
+            try:
+                return call()
+            except DeliveryError as exc:
+                if not exc.throttled:
+                    raise
+                self._pace.refused(api)
+        raise DeliveryPaced(f"Tencent IM {api}: refused by its rate limit {THROTTLED_TRIES} times", 1000)

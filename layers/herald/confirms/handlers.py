@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
-from herald.confirms.delivery import PermanentDeliveryFailure, Push, RetryableDeliveryFailure, pushes_for
+from herald.confirms.delivery import (
+    DeliveryPaced,
+    PermanentDeliveryFailure,
+    Push,
+    RetryableDeliveryFailure,
+    pushes_for,
+)
 from herald.confirms.dynamo import confirm_from_image
 from herald.confirms.wiring import confirms, delivery, push_queue
 from herald.dynamo import Image
@@ -34,6 +40,9 @@ def on_im_push(record: QueueMessage) -> None:
         raise PermanentFailure(str(exc)) from exc
     except RetryableDeliveryFailure as exc:  # hidden for a backoff grown by its own attempts, not its receives
         raise RetryLater(str(exc), backoff_seconds(exc.attempts)) from exc
+    except DeliveryPaced as exc:  # waits for Tencent IM's pace: no attempt counted
+        metrics.add_metric(name="ImPushPaced", unit="Count", value=1)
+        raise RetryLater(str(exc), exc.delay_ms / 1000) from exc
     metrics.add_metric(name="ImPushDelivered", unit="Count", value=1)
     logger.info("im push done", confirm_id=push.confirm_id, kind=push.kind, already_sent=sent.status == "sent")
 

@@ -73,6 +73,8 @@ def deliveries(c: Container) -> DynamoDeliveryStore:
 
 @part
 def delivery(c: Container) -> ConfirmDelivery:
+    from herald.confirms.pacing import TencentImLimits, TencentImPace
+    from herald.limits.wiring import governor
     from herald.providers.tencent_im import TencentImClient
     from herald.secrets import secret_source
 
@@ -85,6 +87,7 @@ def delivery(c: Container) -> ConfirmDelivery:
             settings.tencent_im_secret_key, settings.tencent_im_secret_key_parameter, "Tencent IM secret key"
         ),
     )
+    limits = TencentImLimits(settings.tencent_im_sendmsg_per_second, settings.tencent_im_roammsg_per_second)
     return ConfirmDelivery(
         confirm_store(c),
         deliveries(c),
@@ -92,6 +95,7 @@ def delivery(c: Container) -> ConfirmDelivery:
         max_attempts=settings.im_push_max_attempts,
         clock=c.clock,
         history_ms=settings.tencent_im_history_days * 86_400_000,
+        pace=TencentImPace(governor(c), settings.tencent_im_sdk_app_id, limits),
     )
 
 

@@ -29,11 +29,14 @@ class Sender(Protocol):
     @property
     def allow_markdown(self) -> bool: ...
 
+    @property
+    def target_rate(self) -> int | None: ...
+
 
 class TargetAdmission(Protocol):
-    def check(self, subject: str) -> None:
-        """Count one event of `subject` (`<service>#<target>`) against the per-target limit; raises
-        RateLimited when it is over."""
+    def check(self, subject: str, per_minute: int | None) -> None:
+        """Count one event of `subject` (`<service>#<target>`) against the per-target limit (the key's own
+        `per_minute`, else the stack's); raises RateLimited when it is over."""
         ...
 
 
@@ -51,7 +54,7 @@ class EventIntake:
                 raise PermissionDenied("this key may not send markdown cards", reason="markdown_not_allowed")
             if "<at" in event.summary.lower():
                 raise InvalidArgument("data.summary: mentions are not allowed", reason="mention_not_allowed")
-        self._admission.check(f"{sender.service_id}#{event.target.key}")
+        self._admission.check(f"{sender.service_id}#{event.target.key}", sender.target_rate)
         service_id = sender.service_id
         if event.target.key not in sender.allowed_targets:
             raise PermissionDenied(

@@ -47,8 +47,8 @@ class TargetAdmission:
     def __init__(self, limiter: RateLimiter) -> None:
         self._limiter = limiter
 
-    def check(self, subject: str) -> None:
-        self._limiter.check(target_limit(), subject)
+    def check(self, subject: str, per_minute: int | None) -> None:
+        self._limiter.check(target_limit(per_minute), subject)
 
 
 @part

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from herald.invitations.models import Invitation, InvitationType
 from herald.invitations.wiring import invitations
-from herald.limits.wiring import rate_limiter, target_limit
+from herald.limits.wiring import invitee_limit, rate_limiter
 from herald.web.envelope import APP, APP_AUDIENCE, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal
 
@@ -46,7 +46,7 @@ def _view(invitation: Invitation) -> InvitationView:
 def create_invitation(
     request: Request, body: CreateInvitation, principal: CurrentPrincipal
 ) -> Envelope[InvitationView]:
-    rate_limiter().check(target_limit(), f"{principal.app_code}#{body.target_user_id}")
+    rate_limiter().check(invitee_limit(), f"{principal.app_code}#{body.target_user_id}")
     invitation = invitations().create(
         principal.app_code, principal.user_id, body.invitation_type, body.target_user_id, body.agency_name
     )

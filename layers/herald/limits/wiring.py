@@ -30,8 +30,13 @@ def key_limit() -> Limit:
     return _limit("key", current().settings.rate_limit_key_per_minute)
 
 
-def target_limit() -> Limit:
-    return _limit("target", current().settings.rate_limit_target_per_minute)
+def target_limit(per_minute: int | None = None) -> Limit:
+    """A service's events to one target: its key's own rate where it has one, else the stack's."""
+    return _limit("target", per_minute or current().settings.rate_limit_target_per_minute)
+
+
+def invitee_limit() -> Limit:
+    return _limit("invitee", current().settings.rate_limit_invitee_per_minute)
 
 
 def owner_limits() -> dict[str, Limit]:

@@ -46,6 +46,9 @@ RETRYABLE_ERROR_CODES = frozenset(
         70001,  # UserSig expired: clock skew; a fresh signature is made on the next attempt
     }
 )
+# Tencent IM's REST API common errors for a call over its frequency limit (REST API 简介, 公共错误码): the call
+# was refused, so nothing was sent; the caller slows down (docs/side-effects.md).
+THROTTLED_ERROR_CODES = frozenset({60007, 60011, 60018, 60019})
 
 
 def _hmac_base64(secret_key: str, identifier: str, sdk_app_id: int, issued_at: int, expire: int) -> str:
@@ -118,8 +121,8 @@ def send_body(message: CustomMessage) -> dict[str, Any]:
 
 
 class TencentImError(DeliveryError):
-    def __init__(self, message: str, *, retryable: bool, error_code: int | None = None) -> None:
-        super().__init__(message, retryable=retryable)
+    def __init__(self, message: str, *, retryable: bool, error_code: int | None = None, throttled: str = "") -> None:
+        super().__init__(message, retryable=retryable, throttled=throttled)
         self.error_code = error_code
 
 
@@ -161,7 +164,9 @@ class TencentImClient:
             response = http.request("POST", self._url(path), body=body, timeout_s=self.timeout_s)
         except http.TransportError as exc:
             raise TencentImError(str(exc), retryable=True) from exc
-        if response.status >= 500 or response.status == 429:
+        if response.status == 429:
+            raise TencentImError("Tencent IM answered HTTP 429", retryable=True, throttled="app")
+        if response.status >= 500:
             raise TencentImError(f"Tencent IM answered HTTP {response.status}", retryable=True)
         if response.status != 200:
             raise TencentImError(f"Tencent IM answered HTTP {response.status}", retryable=False)
@@ -176,8 +181,12 @@ class TencentImClient:
             with self._lock:
                 self._sig = None
         info = str(result.get("ErrorInfo", ""))[:200]
+        throttled = "app" if code in THROTTLED_ERROR_CODES else ""
         raise TencentImError(
-            f"Tencent IM error {code}: {info}", retryable=code in RETRYABLE_ERROR_CODES, error_code=code
+            f"Tencent IM error {code}: {info}",
+            retryable=bool(throttled) or code in RETRYABLE_ERROR_CODES,
+            error_code=code,
+            throttled=throttled,
         )
 
     def send(self, message: CustomMessage) -> SendResult:
