@@ -60,25 +60,24 @@ def invocation(remaining_ms: Callable[[], int]) -> Iterator[None]:
         _time_left.reset(token)
 
 
+_PROVIDER_CALL_RECORDED_MS = PROVIDER_CALL_MS + RECORD_OUTCOME_MS  # a call, then its outcome written
+
+
 def time_for_provider_call() -> bool:
     """Whether a provider call started now could finish and be recorded within the invocation."""
-    remaining = _time_left.get()
-    return remaining is None or remaining() >= PROVIDER_CALL_MS + RECORD_OUTCOME_MS
+    return spare_ms() >= 0
 
 
 def spare_ms() -> int:
     """How long a provider call may wait to start and still finish and be recorded within the invocation
     (outside one, a provider call's own time)."""
     remaining = _time_left.get()
-    needed = PROVIDER_CALL_MS + RECORD_OUTCOME_MS
-    return PROVIDER_CALL_MS if remaining is None else remaining() - needed
+    return PROVIDER_CALL_MS if remaining is None else remaining() - _PROVIDER_CALL_RECORDED_MS
 
 
 def ensure_time_for_provider_call(what: str) -> None:
-    """Raise `OutOfTime` when a provider call started now might not finish and be recorded in time."""
-    remaining = _time_left.get()
-    if remaining is None:
-        return  # not in a worker invocation (the HTTP function answers its caller; a CLI has no deadline)
-    left, needed = remaining(), PROVIDER_CALL_MS + RECORD_OUTCOME_MS
-    if left < needed:
+    """Raise `OutOfTime` when a provider call started now might not finish and be recorded in time (never
+    outside a worker invocation: the HTTP function answers its caller; a CLI has no deadline)."""
+    if (spare := spare_ms()) < 0:
+        left, needed = spare + _PROVIDER_CALL_RECORDED_MS, _PROVIDER_CALL_RECORDED_MS
         raise OutOfTime(f"{what}: {left} ms of the invocation left, {needed} ms needed")

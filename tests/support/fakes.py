@@ -301,9 +301,15 @@ class InMemoryDeliveryStore:
     def __init__(self) -> None:
         self.records: dict[tuple[str, str, str], Delivery] = {}
 
+    def _current(self, delivery: Delivery) -> Delivery:
+        return self.records[(delivery.app_code, delivery.confirm_id, delivery.key)]
+
     def _update(self, delivery: Delivery, **changes: Any) -> None:
         key = (delivery.app_code, delivery.confirm_id, delivery.key)
         self.records[key] = dataclasses.replace(self.records[key], **changes)
+
+    def _outcome(self, delivery: Delivery, **changes: Any) -> None:
+        self._update(delivery, attempts=self._current(delivery).attempts + 1, **changes)
 
     def begin(self, app_code: str, confirm_id: str, key: str, msg_random: int, now: int) -> Delivery:
         return self.records.setdefault(
@@ -311,25 +317,15 @@ class InMemoryDeliveryStore:
         )
 
     def sending(self, delivery: Delivery, now: int) -> None:
-        current = self.records[(delivery.app_code, delivery.confirm_id, delivery.key)]
-        self._update(delivery, sending_since_ms=current.sending_since_ms or now)
+        self._update(delivery, sending_since_ms=self._current(delivery).sending_since_ms or now)
 
     def sent(self, delivery: Delivery, result: SendResult, now: int) -> None:
-        current = self.records[(delivery.app_code, delivery.confirm_id, delivery.key)]
-        self._update(
-            delivery,
-            status="sent",
-            sent_at_ms=now,
-            msg_key=result.msg_key,
-            sending_since_ms=0,
-            attempts=current.attempts + 1,
-        )
+        self._outcome(delivery, status="sent", sent_at_ms=now, msg_key=result.msg_key, sending_since_ms=0)
 
     def failed(self, delivery: Delivery, error: str, permanent: bool, now: int) -> None:
-        current = self.records[(delivery.app_code, delivery.confirm_id, delivery.key)]
-        if current.status != "sent":
+        if self._current(delivery).status != "sent":
             status = "failed" if permanent else "pending"
-            self._update(delivery, status=status, last_error=error, last_error_at_ms=now, attempts=current.attempts + 1)
+            self._outcome(delivery, status=status, last_error=error, last_error_at_ms=now)
 
     def for_confirm(self, app_code: str, confirm_id: str) -> list[Delivery]:
         return [d for (app, confirm, _), d in self.records.items() if (app, confirm) == (app_code, confirm_id)]
@@ -440,6 +436,16 @@ def _step(before: Job, after: Job) -> str:
     if after.status is JobStatus.QUEUED:
         return "retry"
     return "block" if after.status.blocking else "complete"
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedTargets:
+    """Event dispatch's target policy with every service allowed the same targets."""
+
+    allowed: frozenset[str]
+
+    def allowed_targets(self, service_id: str) -> frozenset[str]:
+        return self.allowed
 
 
 @dataclasses.dataclass(frozen=True)

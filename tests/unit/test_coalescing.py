@@ -10,7 +10,7 @@ from herald.events.dispatch import DrainResult, EventDispatcher
 from herald.events.models import Card, DispatchPolicy, ExternalEvent, JobStatus
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
-from tests.support.fakes import AdmitAll, InMemoryJobStore, PartnerKey
+from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey
 
 ALLOWED = frozenset({"chat_id:oc_1", "chat_id:oc_2"})
 
@@ -36,11 +36,6 @@ class Feishu:
         self.calls.append(f"update {message_id} to {card.title}")
 
 
-class Targets:
-    def allowed_targets(self, service_id: str) -> frozenset[str]:
-        return ALLOWED
-
-
 class Herald:
     def __init__(self) -> None:
         self.clock = FakeClock(1_800_000_000_000)
@@ -50,7 +45,7 @@ class Herald:
         policy = DispatchPolicy(reserve_ms=0)
         self.dispatcher = EventDispatcher(
             self.store,
-            Targets(),
+            FixedTargets(ALLOWED),
             self.feishu,
             policy,
             nudge=lambda nudge: None,

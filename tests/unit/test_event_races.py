@@ -9,7 +9,7 @@ from herald.events.dispatch import DrainResult, EventDispatcher
 from herald.events.models import Card, DispatchPolicy, ExternalEvent, JobStatus, StaleJob
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
-from tests.support.fakes import AdmitAll, InMemoryJobStore, PartnerKey
+from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey
 
 TARGET = {"receive_id": "oc_1", "receive_id_type": "chat_id"}
 LEASE_MS = 60_000
@@ -37,11 +37,6 @@ class Feishu:
         self.sent.append(f"update {card.title}")
 
 
-class Targets:
-    def allowed_targets(self, service_id: str) -> frozenset[str]:
-        return frozenset({"chat_id:oc_1"})
-
-
 @pytest.fixture
 def store() -> InMemoryJobStore:
     return InMemoryJobStore()
@@ -64,7 +59,9 @@ def intake(store: InMemoryJobStore, clock: FakeClock) -> EventIntake:
 
 def dispatcher(store: InMemoryJobStore, feishu: Feishu, clock: FakeClock) -> EventDispatcher:
     policy = DispatchPolicy(lease_ms=LEASE_MS, reserve_ms=0)
-    return EventDispatcher(store, Targets(), feishu, policy, nudge=lambda nudge: None, clock=clock)
+    return EventDispatcher(
+        store, FixedTargets(frozenset({"chat_id:oc_1"})), feishu, policy, nudge=lambda nudge: None, clock=clock
+    )
 
 
 def forever() -> int:

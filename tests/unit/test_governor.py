@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from herald.limits.governor import SLOWEST_SHARE, Bucket, BucketLimit, Gate, Governor
-from tests.support.clock import FakeClock
+from tests.support.clock import FakeClock, most_in_any_window
 from tests.support.fakes import InMemoryBucketStore
 
 START = 1_800_000_000_000
@@ -31,10 +31,6 @@ def calls_passed(governor: Governor, clock: FakeClock, gates: list[Gate], second
             passed.append(clock.now - START)
         clock.advance(step_ms)
     return passed
-
-
-def most_in_any_window(times: list[int], window_ms: int) -> int:
-    return max(sum(1 for t in times if start <= t < start + window_ms) for start in times)
 
 
 def test_a_per_second_limit_is_paced_under_it_in_every_sliding_second(governor: Governor, clock: FakeClock) -> None:

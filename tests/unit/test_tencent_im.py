@@ -69,48 +69,30 @@ def test_send_passes_the_fakes_checks_and_is_recorded(fake: FakeTencentIm) -> No
 
 
 @pytest.mark.parametrize(
-    ("fault", "retryable"),
+    ("fault", "retryable", "throttled"),
     [
-        ({"status": 500}, True),
-        ({"status": 503}, True),
-        ({"status": 429}, True),
-        ({"status": 403}, False),
-        ({"error_code": 20005}, True),
-        ({"error_code": 90992}, True),
-        ({"error_code": 20003}, False),
-        ({"error_code": 20007}, False),
-        ({"error_code": 80001}, False),
+        ({"status": 500}, True, ""),
+        ({"status": 503}, True, ""),
+        ({"status": 429}, True, "app"),
+        ({"status": 403}, False, ""),
+        ({"error_code": 20005}, True, ""),
+        ({"error_code": 90992}, True, ""),
+        ({"error_code": 20003}, False, ""),
+        ({"error_code": 20007}, False, ""),
+        ({"error_code": 80001}, False, ""),
+        ({"error_code": 60007}, True, "app"),  # REST API call frequency over the limit
+        ({"error_code": 60011}, True, "app"),  # SDKAppID request frequency over the limit
+        ({"error_code": 60018}, True, "app"),
+        ({"error_code": 60019}, True, "app"),
     ],
 )
-def test_failures_are_classified_retryable_or_permanent(
-    fake: FakeTencentIm, fault: dict[str, int], retryable: bool
+def test_failures_are_classified_retryable_or_permanent_and_a_rate_limit_answer_told_apart(
+    fake: FakeTencentIm, fault: dict[str, int], retryable: bool, throttled: str
 ) -> None:
     fake.queue_faults(fault)
     with pytest.raises(TencentImError) as error:
         _client(fake).send(MESSAGE)
-    assert error.value.retryable is retryable
-    assert fake.messages == []
-
-
-@pytest.mark.parametrize(
-    ("fault", "throttled"),
-    [
-        ({"status": 429}, "app"),
-        ({"error_code": 60007}, "app"),  # REST API call frequency over the limit
-        ({"error_code": 60011}, "app"),  # SDKAppID request frequency over the limit
-        ({"error_code": 60018}, "app"),
-        ({"error_code": 60019}, "app"),
-        ({"status": 503}, ""),
-        ({"error_code": 20005}, ""),
-    ],
-)
-def test_a_rate_limit_answer_is_told_apart_from_a_failure(
-    fake: FakeTencentIm, fault: dict[str, int], throttled: str
-) -> None:
-    fake.queue_faults(fault)
-    with pytest.raises(TencentImError) as error:
-        _client(fake).send(MESSAGE)
-    assert (error.value.throttled, error.value.retryable) == (throttled, True)
+    assert (error.value.retryable, error.value.throttled) == (retryable, throttled)
     assert fake.messages == []
 
 

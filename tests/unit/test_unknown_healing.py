@@ -14,7 +14,7 @@ from herald.events.models import FEISHU_UUID_WINDOW_MS, Card, DispatchPolicy, Ex
 from herald.events.nudges import EventsJanitor, Nudge
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
-from tests.support.fakes import AdmitAll, InMemoryJobStore, PartnerKey
+from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey
 
 TARGET = {"receive_id": "oc_1", "receive_id_type": "chat_id"}
 ALLOWED = frozenset({"chat_id:oc_1"})
@@ -80,11 +80,6 @@ class ScriptedFeishu:
         self._after_acting(outcome)
 
 
-class Targets:
-    def allowed_targets(self, service_id: str) -> frozenset[str]:
-        return ALLOWED
-
-
 class Harness:
     def __init__(self) -> None:
         self.clock = FakeClock(1_000_000)
@@ -105,7 +100,7 @@ class Harness:
     def dispatcher(self) -> EventDispatcher:
         return EventDispatcher(
             self.store,
-            Targets(),
+            FixedTargets(ALLOWED),
             self.feishu,
             self.policy,
             nudge=lambda nudge: None,

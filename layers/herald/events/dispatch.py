@@ -164,8 +164,8 @@ class EventDispatcher:
     def _superseded(self, job: Job) -> bool:
         """A queued card revision with a newer one of its card already waiting is not sent (the newer is, in
         its turn): recorded superseded, the cursor past it. False when it is to be sent (or moved meanwhile)."""
-        if job.status is not JobStatus.QUEUED or job.event.card_id is None:
-            return False
+        if not job.may_be_superseded:
+            return False  # nothing to read
         newer = job.newest_revision_in(self._store.waiting(job.service_id, job.seq, COALESCE_WINDOW))
         if newer is None:
             return False

@@ -303,13 +303,20 @@ class Job:
             resolutions=(*self.resolutions, {**record, "job_id": newer.job_id}),
         )
 
+    @property
+    def may_be_superseded(self) -> bool:
+        """A queued card revision never marked. One once marked (it may have gone out, e.g. requeued by an
+        operator) is never passed over: its own send, deduplicated by its uuid, keeps the card one message."""
+        event = self.event
+        unsent = self.status is JobStatus.QUEUED and not self.first_marked_at_ms
+        return unsent and event.card_id is not None and event.revision is not None
+
     def newest_revision_in(self, waiting: Sequence[Job]) -> Job | None:
         """The newest revision of this job's card (same service, card id and receiver) among `waiting`, if
-        it is newer than this one. A job once marked (it may have gone out, e.g. requeued by an operator) is
-        never passed over: its own send, deduplicated by its uuid, keeps the card one message."""
-        event = self.event
-        if event.card_id is None or event.revision is None or self.first_marked_at_ms:
+        it is newer than this one and this one may be superseded."""
+        if not self.may_be_superseded:
             return None
+        event = self.event
         same_card = [
             job
             for job in waiting
@@ -318,7 +325,7 @@ class Job:
             and not job.status.completed
         ]
         newest = max(same_card, key=lambda job: job.event.revision or 0, default=None)
-        return newest if newest is not None and (newest.event.revision or 0) > event.revision else None
+        return newest if newest is not None and (newest.event.revision or 0) > (event.revision or 0) else None
 
     def resolved(self, status: JobStatus, resolution: dict[str, Any], now: int, expires_at_ms: int | None) -> Job:
         """An operator's resolution of a blocked job: recorded, a new generation, no attempt in flight.
