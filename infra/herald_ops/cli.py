@@ -88,6 +88,7 @@ def _key_view(record: Any) -> dict[str, Any]:
         "targets": sorted(record.targets),
         "allow_markdown": record.allow_markdown,
         "target_rate": record.target_rate,
+        "order": record.order,
         "created_at_ms": record.created_at_ms,
         "expires_at_ms": record.expires_at_ms,
         "revoked_at_ms": record.revoked_at_ms,
@@ -120,6 +121,13 @@ def _service_keys(stack: Stack) -> Any:
     type=int,
     help="its events a minute to one target, in place of the stack's HERALD_RATE_LIMIT_TARGET_PER_MINUTE",
 )
+@click.option(
+    "--order",
+    type=click.Choice(["service", "target"]),
+    default="service",
+    show_default=True,
+    help="its events in one order for the service, or one lane per target (in order inside it, lanes in parallel)",
+)
 @stack_options
 def keys_create(
     service: str,
@@ -129,12 +137,20 @@ def keys_create(
     expires_in_days: int,
     allow_markdown: bool,
     target_rate: int | None,
+    order: str,
     **where: Any,
 ) -> int:
     expires = now_ms() + expires_in_days * 86_400_000 if expires_in_days else None
     try:
         key, record = _service_keys(_stack(**where)).create_key(
-            service, cap, app_code, target, expires, allow_markdown=allow_markdown, target_rate=target_rate
+            service,
+            cap,
+            app_code,
+            target,
+            expires,
+            allow_markdown=allow_markdown,
+            target_rate=target_rate,
+            order=order,
         )
     except HeraldError as error:
         return _refused(error.message)
@@ -197,7 +213,11 @@ def _blocked(only_unknown: bool, where: dict[str, Any]) -> int:
     return 0
 
 
-@events.command("blocked", help="services stopped by a failed or UNKNOWN job: the job, why, age, how many wait")
+@events.command(
+    "blocked",
+    help="lanes (services, or a service's targets) stopped by a failed or UNKNOWN job: the job, why, "
+    "age, how many wait",
+)
 @stack_options
 def events_blocked(**where: Any) -> int:
     return _blocked(False, where)
@@ -235,7 +255,7 @@ def events_show(job: str, **where: Any) -> int:
 @click.argument("job")
 @click.option("--sent", metavar="MESSAGE_ID", help="it did arrive in Feishu: record this message id")
 @click.option("--requeue", is_flag=True, help="run it again (it did not arrive, or the cause is fixed)")
-@click.option("--skip", is_flag=True, help="give up on it: not delivered, the service goes on")
+@click.option("--skip", is_flag=True, help="give up on it: not delivered, its lane goes on")
 @click.option("--by", default=lambda: os.environ.get("USER", "operator"), help="who resolves (recorded)")
 @click.option("--note", default="", help="why (recorded)")
 @stack_options

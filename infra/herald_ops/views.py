@@ -11,7 +11,8 @@ from herald.clock import now_ms
 
 
 def blocked_services(stack: Stack, only_unknown: bool = False) -> list[dict[str, Any]]:
-    """Each service stopped by a failed or UNKNOWN job: the job, why, its age and how many events wait."""
+    """Each lane (a service, or one target of a service ordering by target) stopped by a failed or UNKNOWN job:
+    the job (its `lane` among its fields), why, its age and how many events wait in the lane."""
     from herald.events.operations import describe
     from herald.events.wiring import operations
 

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from herald import aws
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+
+# SQS takes a message group or deduplication id of up to 128 alphanumeric or punctuation characters.
+_FIFO_ID = re.compile(r"[!-~]{1,128}")
+
+
+def fifo_id(value: str) -> str:
+    """`value` as a message group or deduplication id: itself when SQS takes it, else a digest of it (the same
+    value always gives the same id, so a lane named by a long or non-ASCII target keeps one group)."""
+    if _FIFO_ID.fullmatch(value):
+        return value
+    return "sha256-" + hashlib.sha256(value.encode()).hexdigest()
 
 
 class FifoQueue:
@@ -20,6 +34,6 @@ class FifoQueue:
         (self._client or aws.sqs()).send_message(
             QueueUrl=self._url,
             MessageBody=json.dumps(body, separators=(",", ":")),
-            MessageGroupId=group_id,
-            MessageDeduplicationId=dedup_id,
+            MessageGroupId=fifo_id(group_id),
+            MessageDeduplicationId=fifo_id(dedup_id),
         )

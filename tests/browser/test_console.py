@@ -209,30 +209,47 @@ def test_partner_cards_two_revisions_are_one_card_at_revision_two(
     screenshot(browser, "cards")
 
 
-def test_operate_an_unknown_job_blocks_its_service_and_resolving_it_on_the_page_drains_the_service(
+def test_operate_an_unknown_job_blocks_its_lane_and_resolving_it_on_the_page_drains_the_lane(
     cloud: LocalCloudProcess, console: str, browser: WebDriver
 ) -> None:
-    service, chat = f"stuck-{secrets.token_hex(3)}", f"oc_stuck_{secrets.token_hex(3)}"
-    partner = service_key(cloud, service, "/events/external", targets=[f"chat_id:{chat}"])
-    httpx.post(f"{cloud.fake_url('feishu')}/__fake/faults", json=[{"op": "send", "after_send": True}])
-    for n in range(2):
-        body = {
-            "event_id": f"{service}-{n}",
-            "event_type": "job.progress",
-            "data": {
-                "title": f"{service} #{n}",
-                "status": "running",
-                "target": {"receive_id": chat, "receive_id_type": "chat_id"},
-            },
-        }
-        assert httpx.post(f"{cloud.http_url}/events/external", json=body, headers=partner).status_code == 202
-    panel(browser, console, "operate")
-    row = until(
-        lambda: next(r for r in browser.find_elements(By.CSS_SELECTOR, "#blocked tbody tr") if service in r.text),
-        timeout=60,
-        what="the blocked service",
+    """The service orders by target: the unknown job holds up its own chat's lane, shown as that lane, while
+    the service's other chat is delivered; resolved on the page (its job id holds the lane's "/")."""
+    service, chat, other = (
+        f"stuck-{secrets.token_hex(3)}",
+        f"oc_stuck_{secrets.token_hex(3)}",
+        f"oc_free_{secrets.token_hex(3)}",
     )
-    assert "unknown (yours)" in row.text
+    partner = service_key(
+        cloud, service, "/events/external", targets=[f"chat_id:{chat}", f"chat_id:{other}"], order="target"
+    )
+    httpx.post(f"{cloud.fake_url('feishu')}/__fake/faults", json=[{"op": "send", "after_send": True}])
+
+    def post(n: int, to: str) -> None:
+        data = {
+            "title": f"{service} #{n}",
+            "status": "running",
+            "target": {"receive_id": to, "receive_id_type": "chat_id"},
+        }
+        body = {"event_id": f"{service}-{n}", "event_type": "job.progress", "data": data}
+        assert httpx.post(f"{cloud.http_url}/events/external", json=body, headers=partner).status_code == 202
+
+    post(0, chat)
+    panel(browser, console, "operate")
+    lane = f"{service}/chat_id:{chat}"
+    row = until(
+        lambda: next(r for r in browser.find_elements(By.CSS_SELECTOR, "#blocked tbody tr") if lane in r.text),
+        timeout=60,
+        what="the blocked lane",
+    )
+    assert "unknown (yours)" in row.text and f"{lane}:1" in row.text
+    post(1, chat)
+    post(2, other)
+
+    def cards(to: str) -> list[str]:
+        delivered = httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages").json()
+        return [c["title"] for c in delivered if c["receive_id"] == to]
+
+    until(lambda: cards(other) == [f"{service} #2"], what="the other chat's lane delivered past the blocked one")
     screenshot(browser, "operate")
     found = [c for c in httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages").json() if c["receive_id"] == chat]
     age = row.find_elements(By.TAG_NAME, "td")[4].text
@@ -244,15 +261,10 @@ def test_operate_an_unknown_job_blocks_its_service_and_resolving_it_on_the_page_
     prompt.accept()
     browser.switch_to.alert.accept()  # "sent ...? This is recorded with your name."
     until(
-        lambda: not [r for r in browser.find_elements(By.CSS_SELECTOR, "#blocked tbody tr") if service in r.text],
-        what="the service no longer blocked",
+        lambda: not [r for r in browser.find_elements(By.CSS_SELECTOR, "#blocked tbody tr") if lane in r.text],
+        what="the lane no longer blocked",
     )
-
-    def drained() -> bool:
-        cards = [c for c in httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages").json() if c["receive_id"] == chat]
-        return [c["title"] for c in cards] == [f"{service} #0", f"{service} #1"]
-
-    until(drained, what="the event behind it delivered")
+    until(lambda: cards(chat) == [f"{service} #0", f"{service} #1"], what="the event behind it delivered")
 
 
 def test_sessions_a_queued_message_is_shown_with_its_position_and_its_sender_cancels_it(

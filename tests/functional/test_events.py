@@ -19,7 +19,7 @@ from herald_ops.template import StackTemplate
 from herald.auth.service_keys import ServiceKeys
 from herald.clock import now_ms
 from herald.errors import Conflict
-from herald.events.models import ExternalEvent, JobStatus, Target
+from herald.events.models import ExternalEvent, JobStatus, Lane, Target
 from herald.events.wiring import event_store, operations
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.sqs_source import sqs_record
@@ -33,8 +33,10 @@ TARGET = {"receive_id": "oc_ops", "receive_id_type": "chat_id"}
 class Partner:
     """A partner service with a key for /events/external and the targets it may reach."""
 
-    def __init__(self, api: TestClient, keys: ServiceKeys, service_id: str, targets: list[str]) -> None:
-        key, record = keys.create_key(service_id, ["/events/external"], targets=targets)
+    def __init__(
+        self, api: TestClient, keys: ServiceKeys, service_id: str, targets: list[str], order: str = "service"
+    ) -> None:
+        key, record = keys.create_key(service_id, ["/events/external"], targets=targets, order=order)
         self.key_id = record.key_id
         self.service_id = service_id
         self.api = api
@@ -381,7 +383,7 @@ def test_redriven_old_dispatch_message_neither_resends_nor_reorders(
         events.drain()
     assert titles(feishu) == ["event 0", "event 1", "event 2", "event 3"]
     assert job_statuses("scheduler")[3:] == ["unknown", "queued"]
-    assert json.loads(old["Body"])["service_id"] == "scheduler"
+    assert json.loads(old["Body"])["lane"] == "scheduler"
 
 
 def test_operator_resolution_of_a_job_that_is_not_blocked_is_refused(partner: Partner, events: EventsPipeline) -> None:
@@ -500,7 +502,7 @@ def test_a_drain_out_of_time_after_progress_hands_over_to_a_new_nudge_instead_of
     assert titles(feishu) == ["one"]
     events.sqs.delete_message(QueueUrl=events.queue_url, ReceiptHandle=message["ReceiptHandle"])
     waiting = events.sqs.receive_message(QueueUrl=events.queue_url, MaxNumberOfMessages=10)["Messages"]
-    assert {"service_id": "scheduler", "seq": 1, "why": "continue"} in [json.loads(m["Body"]) for m in waiting]
+    assert {"lane": "scheduler", "seq": 1, "why": "continue"} in [json.loads(m["Body"]) for m in waiting]
     for waiting_message in waiting:
         events.sqs.change_message_visibility(
             QueueUrl=events.queue_url, ReceiptHandle=waiting_message["ReceiptHandle"], VisibilityTimeout=0
@@ -511,7 +513,7 @@ def test_a_drain_out_of_time_after_progress_hands_over_to_a_new_nudge_instead_of
 
 def test_received_at_never_runs_backwards_along_the_sequence_even_when_a_clock_does(partner: Partner) -> None:
     target = Target("chat_id", "oc_ops")
-    first = event_store().append("scheduler", ExternalEvent("a", "t", "A", "ok", "", target), lambda: 2_000)
-    second = event_store().append("scheduler", ExternalEvent("b", "t", "B", "ok", "", target), lambda: 1_000)
+    first = event_store().append(Lane("scheduler"), ExternalEvent("a", "t", "A", "ok", "", target), lambda: 2_000)
+    second = event_store().append(Lane("scheduler"), ExternalEvent("b", "t", "B", "ok", "", target), lambda: 1_000)
     assert (first.seq, first.received_at_ms) == (1, 2_000)
     assert (second.seq, second.received_at_ms) == (2, 2_000)

@@ -83,3 +83,22 @@ def test_unknown_job_failed_push_and_unsent_turn_show_in_the_gauges(
     assert gauges["ImPushFailedDeliveries"] == 1
     assert gauges["TurnsStuck"] == 1
     assert gauges["ConfirmsStuck"] == 0
+
+
+def test_a_service_ordering_by_target_counts_one_blocked_lane_per_blocked_chat(
+    api: TestClient,
+    service_keys: ServiceKeys,
+    events: EventsPipeline,
+    feishu: FakeFeishu,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    laned = Partner(api, service_keys, "progress", ["chat_id:oc_a", "chat_id:oc_b", "chat_id:oc_c"], order="target")
+    feishu.queue_faults(*[{"op": "send", "code": 230001, "status": 400}] * 2)  # refused: each job fails
+    for chat in ("oc_a", "oc_b"):
+        laned.accept(f"to-{chat}", target={"receive_id": chat, "receive_id_type": "chat_id"})
+        events.drain()
+    laned.accept("to-oc_c", target={"receive_id": "oc_c", "receive_id_type": "chat_id"})
+    events.drain()
+    gauges = publish(capsys)
+    assert (gauges["EventsBlockedServices"], gauges["EventsBlockedLanes"], gauges["EventsFailedJobs"]) == (1, 2, 2)
+    assert [entry["receive_id"] for entry in feishu.log] == ["oc_c"]  # the third chat's lane ran

@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from herald.clock import now_ms
 from herald.events.dynamo import DynamoEventStore
-from herald.events.models import ExternalEvent
+from herald.events.models import ExternalEvent, Lane
 from herald_dev import moto_patches
 from tests.support.aws import create_stack
 
@@ -67,7 +67,7 @@ def deployed() -> Iterator[str]:
 
 def test_an_operators_resolution_follows_the_deployed_stacks_retention(deployed: str) -> None:
     store = DynamoEventStore(deployed)
-    job = store.append("scheduler", ExternalEvent.from_content("e1", EVENT), now_ms)
+    job = store.append(Lane("scheduler"), ExternalEvent.from_content("e1", EVENT), now_ms)
     job = store.commit(job, job.claimed("attempt-1", now_ms() + 60_000), now_ms())
     store.commit(job, job.failed("Feishu refused it", now_ms(), None), now_ms())
 
@@ -88,7 +88,7 @@ def test_an_operator_sees_a_superseded_revision_and_the_revision_sent_instead(
     store = DynamoEventStore(deployed)
     revisions = [{**EVENT, "data": {**EVENT["data"], "event_id": "build-7", "revision": r}} for r in (1, 2)]
     old, new = (
-        store.append("scheduler", ExternalEvent.from_content(f"e{n}", event), now_ms)
+        store.append(Lane("scheduler"), ExternalEvent.from_content(f"e{n}", event), now_ms)
         for n, event in enumerate(revisions)
     )
     store.commit(old, old.superseded(new, now_ms(), now_ms() + 60_000), now_ms(), advance=True)

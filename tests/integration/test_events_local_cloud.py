@@ -172,3 +172,64 @@ def test_past_the_uuid_window_an_unknown_send_waits_for_an_operator_with_its_evi
     (resolved,) = herald_ops(cloud, "resolve", row["job_id"], "--sent", "om_found", "--by", "oncall")
     assert resolved["resolutions"][-1]["by"] == "oncall"
     eventually(lambda: _assert_equal(titles_for(cloud, stuck), [f"{stuck.service_id} #{n}" for n in range(2)]))
+
+
+def test_a_service_ordering_by_target_blocks_only_the_refused_chats_lane_and_the_cli_shows_and_resolves_it(
+    cloud: LocalCloudProcess,
+) -> None:
+    """`keys create --order target`: one lane per chat. Feishu refuses the first card to one chat (the job
+    fails); the other chat's events go on; `events blocked` names the lane; skipping the job drains it."""
+    service = f"lanes-{secrets.token_hex(3)}"
+    blocked, free = f"oc_{service}_a", f"oc_{service}_b"
+    command = [
+        sys.executable,
+        "-m",
+        "herald_ops.cli",
+        "keys",
+        "create",
+        "--service",
+        service,
+        "--cap",
+        "/events/external",
+    ]
+    command += ["--target", f"chat_id:{blocked}", "--target", f"chat_id:{free}", "--order", "target"]
+    command += ["--state-file", str(cloud.state_file)]
+    created = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True)
+    assert '"order": "target"' in created.stderr
+    http = httpx.Client(
+        base_url=cloud.http_url, headers={"Authorization": f"Bearer {created.stdout.strip()}"}, timeout=30
+    )
+
+    def post(n: int, chat: str) -> None:
+        data = {
+            "title": f"{service} #{n}",
+            "status": "running",
+            "target": {"receive_id": chat, "receive_id_type": "chat_id"},
+        }
+        response = http.post(
+            "/events/external", json={"event_id": f"{service}-{n}", "event_type": "job.progress", "data": data}
+        )
+        assert response.status_code == 202, response.text
+
+    def titles(chat: str) -> list[str]:
+        return [card["title"] for card in cards(cloud) if card["receive_id"] == chat]
+
+    httpx.post(f"{cloud.fake_url('feishu')}/__fake/faults", json=[{"op": "send", "code": 230001, "status": 400}])
+    post(0, blocked)
+    lane = f"{service}/chat_id:{blocked}"
+
+    def blocked_row() -> dict[str, Any]:
+        rows = [row for row in herald_ops(cloud, "blocked") if row["service_id"] == service]
+        assert len(rows) == 1, rows
+        return rows[0]
+
+    row = eventually(blocked_row)
+    assert (row["lane"], row["job_id"], row["status"]) == (lane, f"{lane}:1", "failed")
+    post(1, blocked)
+    for n in range(2, 5):
+        post(n, free)
+    eventually(lambda: _assert_equal(titles(free), [f"{service} #{n}" for n in range(2, 5)]))
+    assert titles(blocked) == [] and eventually(blocked_row)["waiting_behind"] == 1
+    (skipped,) = herald_ops(cloud, "resolve", row["job_id"], "--skip", "--by", "oncall")
+    assert skipped["status"] == "skipped"
+    eventually(lambda: _assert_equal(titles(blocked), [f"{service} #1"]))

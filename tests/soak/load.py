@@ -3,11 +3,12 @@
 Mixes, for `seconds`, on loopback:
 * confirms: an invitation, then its receiver accepts (one `im_confirm` and one `im_confirm_update` each);
 * inbox: a producer records notifications (some posted twice: the dedup key must hold) and users read some;
-* events: partners post numbered events to their own chat (some posted twice);
+* events: two partners post numbered events to their own chats (some posted twice): one in the service's one
+  order, one ordering by target (a lane per chat);
 * turns: members talk to agents while the load's own engine runs turns, and cancel some waiting messages.
 
 Then it waits for the pipelines to drain and audits from the outside (the fakes' logs, the API, the engine's
-turns): every accepted event delivered once and in order, every confirm's pushes sent once, every
+turns): every accepted event delivered once and in order (per lane), every confirm's pushes sent once, every
 notification counted once, every queued message delivered xor cancelled. It prints the figures.
 
     python tests/soak/load.py --state-file .herald/local.json --seconds 120
@@ -120,7 +121,22 @@ class LoadRun:
         chats = [f"chat_id:oc_{self.run_id}_{n}" for n in range(self.workers)]
         capabilities = ["/events/external", "/internal/v1/inbox", "/internal/v1/sessions"]
         key, _ = keys.create_key(service, capabilities, targets=chats)
-        return {"service": key}
+        # A second partner that orders by target: a lane per chat (the audit holds each lane's order).
+        laned = [f"chat_id:{self._lane_chat(n)}" for n in range(self.workers)]
+        lanes_key, _ = keys.create_key(self._laned_service, ["/events/external"], targets=laned, order="target")
+        return {"service": key, "lanes": lanes_key}
+
+    @property
+    def _laned_service(self) -> str:
+        return f"lanes-{self.run_id}"
+
+    def _lane_chat(self, worker: int) -> str:
+        return f"oc_{self.run_id}_lane_{worker}"
+
+    def _lanes(self) -> list[str]:
+        """Every lane this run's events run in: the first partner's one, and the second's one per chat."""
+        laned = [f"{self._laned_service}/chat_id:{self._lane_chat(n)}" for n in range(self.workers)]
+        return [f"load-{self.run_id}", *laned]
 
     def _user(self, n: int) -> str:
         return str(30_000_000 + int(self.run_id, 16) % 1_000_000 * 10 + n)
@@ -150,6 +166,10 @@ class LoadRun:
     @property
     def _service(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.keys['service']}"}
+
+    @property
+    def _lanes_key(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.keys['lanes']}"}
 
     # ------------------------------------------------------------------ the mix
     async def confirms(self, client: httpx.AsyncClient, worker: int) -> None:
@@ -231,30 +251,33 @@ class LoadRun:
             await self._call(client, "inbox", "GET", "/api/v1/inbox/unread-count", headers=self._as(user), retry=True)
 
     async def events(self, client: httpx.AsyncClient, worker: int) -> None:
-        chat = f"oc_{self.run_id}_{worker}"
+        """Each round one event to this worker's chat of the first partner (the service's one order) and one
+        to its chat of the second (a lane of its own)."""
+        chats = [(f"oc_{self.run_id}_{worker}", self._service), (self._lane_chat(worker), self._lanes_key)]
         n = 0
         while time.monotonic() < self.deadline:
-            title = f"{chat} #{n}"
-            body = {
-                "event_id": f"{chat}-{n}",
-                "event_type": "load",
-                "data": {
-                    "title": title,
-                    "status": "ok",
-                    "target": {"receive_id": chat, "receive_id_type": "chat_id"},
-                },
-            }
-            accepted = False
-            for _ in range(2 if self.rng.random() < 0.2 else 1):  # some partners retry
-                response = await self._call(
-                    client, "events", "POST", "/events/external", json=body, headers=self._service, retry=True
-                )
-                accepted = accepted or (response is not None and response.status_code == 202)
-            if not accepted:
-                return  # the next number must not run ahead of a lost one: the order audit counts on it
-            self.ledger.events[chat].append(title)
+            for chat, headers in chats:
+                if not await self._post_event(client, chat, n, headers):
+                    return  # the next number must not run ahead of a lost one: the order audit counts on it
             n += 1
             await asyncio.sleep(0.05)
+
+    async def _post_event(self, client: httpx.AsyncClient, chat: str, n: int, headers: dict[str, str]) -> bool:
+        title = f"{chat} #{n}"
+        body = {
+            "event_id": f"{chat}-{n}",
+            "event_type": "load",
+            "data": {"title": title, "status": "ok", "target": {"receive_id": chat, "receive_id_type": "chat_id"}},
+        }
+        accepted = False
+        for _ in range(2 if self.rng.random() < 0.2 else 1):  # some partners retry
+            response = await self._call(
+                client, "events", "POST", "/events/external", json=body, headers=headers, retry=True
+            )
+            accepted = accepted or (response is not None and response.status_code == 202)
+        if accepted:
+            self.ledger.events[chat].append(title)
+        return accepted
 
     async def turns(self, client: httpx.AsyncClient, worker: int) -> None:
         session = f"load-{self.run_id}-{worker}"
@@ -351,8 +374,8 @@ class LoadRun:
 
     def _settled_by_herald(self) -> int:
         """UNKNOWN jobs of this run Herald settled itself (a resolution by `herald` on the job)."""
-        store, service_id = self._events_store(), f"load-{self.run_id}"
-        jobs = (store.job(service_id, seq) for seq in range(1, store.head(service_id).next_seq + 1))
+        store = self._events_store()
+        jobs = (store.job(lane, seq) for lane in self._lanes() for seq in range(1, store.head(lane).next_seq + 1))
         return sum(1 for job in jobs if job and any(r.get("by") == "herald" for r in job.resolutions))
 
     async def _resolve_unknown_jobs(self, client: httpx.AsyncClient) -> None:
@@ -366,7 +389,7 @@ class LoadRun:
         blocked = [
             job
             for job, _ in await asyncio.to_thread(operations.blocked)
-            if job.service_id == f"load-{self.run_id}" and job.status is JobStatus.UNKNOWN and job.awaiting_operator
+            if job.lane.key in self._lanes() and job.status is JobStatus.UNKNOWN and job.awaiting_operator
         ]
         if not blocked:
             return

@@ -18,7 +18,8 @@ from herald.events.models import (
     Guard,
     Job,
     JobStatus,
-    ServiceHead,
+    Lane,
+    LaneHead,
     StaleJob,
     StoredEvent,
     Target,
@@ -344,7 +345,7 @@ class InMemoryJobStore:
     there, between one decision's reads and its write."""
 
     def __init__(self) -> None:
-        self.heads: dict[str, ServiceHead] = {}
+        self.heads: dict[str, LaneHead] = {}
         self.jobs: dict[tuple[str, int], Job] = {}
         self.events: dict[tuple[str, str], StoredEvent] = {}
         self.cards: dict[tuple[str, str, str], CardMessage] = {}
@@ -355,34 +356,34 @@ class InMemoryJobStore:
             self.before[name].pop(0)()
 
     # intake
-    def append(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
+    def append(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
         self._hook("append")
-        stored = self.events.get((service_id, event.event_id))
+        stored = self.events.get((lane.service_id, event.event_id))
         if stored is not None:
             raise DuplicateEvent(stored)
-        head = self.heads.get(service_id, ServiceHead(service_id))
+        head = self.heads.get(lane.key, LaneHead(lane.key))
         now = max(clock(), head.last_received_at_ms)
-        job = Job(service_id, head.next_seq + 1, event, event.content_hash, now)
-        self.heads[service_id] = dataclasses.replace(head, next_seq=job.seq, last_received_at_ms=now)
-        self.events[(service_id, event.event_id)] = StoredEvent(event.event_id, job.seq, job.content_hash, now)
-        self.jobs[(service_id, job.seq)] = job
+        job = Job(lane.service_id, head.next_seq + 1, event, event.content_hash, now, by_target=bool(lane.target))
+        self.heads[lane.key] = dataclasses.replace(head, next_seq=job.seq, last_received_at_ms=now)
+        self.events[(lane.service_id, event.event_id)] = StoredEvent(event.event_id, job.seq, job.content_hash, now)
+        self.jobs[(lane.key, job.seq)] = job
         return job
 
     # reads
-    def head(self, service_id: str) -> ServiceHead:
+    def head(self, lane: str) -> LaneHead:
         self._hook("head")
-        return self.heads.get(service_id, ServiceHead(service_id))
+        return self.heads.get(lane, LaneHead(lane))
 
-    def job(self, service_id: str, seq: int) -> Job | None:
+    def job(self, lane: str, seq: int) -> Job | None:
         self._hook("job")
-        return self.jobs.get((service_id, seq))
+        return self.jobs.get((lane, seq))
 
     def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None:
         return self.cards.get((service_id, card_id, target.key))
 
-    def waiting(self, service_id: str, after_seq: int, limit: int) -> list[Job]:
-        later = sorted(seq for (service, seq) in self.jobs if service == service_id and seq > after_seq)
-        return [self.jobs[(service_id, seq)] for seq in later[:limit]]
+    def waiting(self, lane: str, after_seq: int, limit: int) -> list[Job]:
+        later = sorted(seq for (key, seq) in self.jobs if key == lane and seq > after_seq)
+        return [self.jobs[(lane, seq)] for seq in later[:limit]]
 
     def blocked(self) -> list[Job]:
         return sorted((j for j in self.jobs.values() if j.status.blocking), key=lambda j: j.blocked_at_ms)
@@ -395,18 +396,19 @@ class InMemoryJobStore:
         ]
 
     # writes
-    def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
+    def advance(self, lane: str, from_seq: int, to_seq: int) -> None:
         self._hook("advance")
-        head = self.heads[service_id]
+        head = self.heads[lane]
         if head.done_seq == from_seq:
-            self.heads[service_id] = dataclasses.replace(head, done_seq=to_seq)
+            self.heads[lane] = dataclasses.replace(head, done_seq=to_seq)
 
     def commit(
         self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
     ) -> Job:
         self._hook(_step(before, after))
-        key = (after.service_id, after.seq)
-        head = self.heads[after.service_id]
+        lane = after.lane.key
+        key = (lane, after.seq)
+        head = self.heads[lane]
         held = Guard.of(before, after, at_ms).holds(self.jobs[key])
         if advance and head.done_seq != after.seq - 1:
             held = False
@@ -419,7 +421,7 @@ class InMemoryJobStore:
             raise StaleJob(f"job {after.job_id} changed")
         self.jobs[key] = after
         if advance:
-            self.heads[after.service_id] = dataclasses.replace(head, done_seq=after.seq)
+            self.heads[lane] = dataclasses.replace(head, done_seq=after.seq)
         if card is not None:
             self.cards[(card.service_id, card.card_id, card.target.key)] = card.card
         return after
@@ -456,6 +458,7 @@ class PartnerKey:
     allowed_targets: frozenset[str]
     allow_markdown: bool = False
     target_rate: int | None = None
+    orders_by_target: bool = False
 
 
 class AdmitAll:

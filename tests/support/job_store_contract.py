@@ -7,6 +7,7 @@ A subclass gives the `store` fixture; every scenario uses its own service, so a 
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from typing import Protocol
 
@@ -20,6 +21,7 @@ from herald.events.models import (
     ExternalEvent,
     Job,
     JobStatus,
+    Lane,
     StaleJob,
     Target,
 )
@@ -48,13 +50,13 @@ class JobStoreContract:
         return f"svc-{secrets.token_hex(4)}"
 
     def append(self, store: JobStore, service: str, *events: ExternalEvent) -> list[Job]:
-        return [store.append(service, e, lambda: NOW) for e in events]
+        return [store.append(Lane(service), e, lambda: NOW) for e in events]
 
     def commit(self, store: JobStore, before: Job, after: Job, at_ms: int = NOW, **extra: object) -> Job:
         """Commit, and check the store reads back exactly what was committed."""
         committed = store.commit(before, after, at_ms, **extra)  # type: ignore[arg-type]
         assert committed == after
-        assert store.job(after.service_id, after.seq) == after
+        assert store.job(after.lane.key, after.seq) == after
         return after
 
     def claimed_and_marked(self, store: JobStore, job: Job) -> Job:
@@ -70,9 +72,28 @@ class JobStoreContract:
         assert store.head(service).next_seq == 2 and store.head(service).done_seq == 0
         assert store.job(service, 1) == first and store.job(service, 2) == second
         with pytest.raises(DuplicateEvent) as duplicate:
-            store.append(service, event("e1"), lambda: NOW + 5)
+            store.append(Lane(service), event("e1"), lambda: NOW + 5)
         assert (duplicate.value.stored.seq, duplicate.value.stored.content_hash) == (1, first.content_hash)
         assert store.head(service).next_seq == 2
+
+    def test_each_lane_of_a_service_has_its_own_sequence_and_cursor_but_an_event_id_is_the_services(
+        self, store: JobStore, service: str
+    ) -> None:
+        other = Target("chat_id", "oc_other")
+        ops, elsewhere = Lane(service, TARGET.key), Lane(service, other.key)
+        first = store.append(ops, event("e1"), lambda: NOW)
+        there = store.append(elsewhere, dataclasses.replace(event("e2"), target=other), lambda: NOW)
+        assert (first.seq, there.seq) == (1, 1) and first.lane == ops and there.lane == elsewhere
+        assert store.job(ops.key, 1) == first and store.job(elsewhere.key, 1) == there
+        assert store.head(service).next_seq == 0  # the service's own lane holds nothing
+        with pytest.raises(DuplicateEvent):  # the same event id, in another lane of the same service
+            store.append(elsewhere, dataclasses.replace(event("e1"), target=other), lambda: NOW)
+        running = self.claimed_and_marked(store, first)
+        done = self.commit(
+            store, running, running.completed(JobStatus.SUCCEEDED, "sent", "om_1", NOW, NOW), advance=True
+        )
+        assert (store.head(ops.key).done_seq, store.head(elsewhere.key).done_seq) == (1, 0)
+        assert store.waiting(elsewhere.key, 0, 10) == [there] and done.job_id == f"{service}/{TARGET.key}:1"
 
     # ------------------------------------------------------------------ a worker's steps
     def test_a_claim_then_a_mark_are_read_back_and_the_marked_job_is_in_flight_until_its_lease_ends(

@@ -103,7 +103,7 @@ def test_a_wait_longer_than_the_workers_time_hands_the_service_to_a_fresh_messag
     job = herald.store.job("svc", 3)
     assert job is not None and job.status is JobStatus.QUEUED and job.attempts == 0  # untouched
     (nudge,) = herald.nudges
-    assert (nudge.service_id, nudge.seq) == ("svc", 2) and nudge.why.startswith("paced-")
+    assert (nudge.lane, nudge.seq) == ("svc", 2) and nudge.why.startswith("paced-")
     assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
 
 

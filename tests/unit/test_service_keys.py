@@ -227,3 +227,18 @@ def test_a_keys_target_rate_is_its_callers_and_survives_rotation(keys: ServiceKe
     assert keys.authenticate(rotated, "/events/external").target_rate == 1200
     plain, _ = keys.create_key("scheduler", ["/events/external"])
     assert keys.authenticate(plain, "/events/external").target_rate is None
+
+
+def test_a_keys_event_order_is_its_callers_survives_rotation_and_an_unknown_order_is_refused(
+    keys: ServiceKeys, store: InMemoryServiceKeyStore
+) -> None:
+    key, record = keys.create_key("progress", ["/events/external"], targets=["chat_id:oc_1"], order="target")
+    assert record.order == "target" and keys.authenticate(key, "/events/external").orders_by_target
+    rotated, _ = keys.rotate(record.key_id)
+    assert keys.authenticate(rotated, "/events/external").orders_by_target
+    plain, _ = keys.create_key("scheduler", ["/events/external"])
+    assert not keys.authenticate(plain, "/events/external").orders_by_target
+    stored = len(store.keys)
+    with pytest.raises(InvalidArgument, match="service, target"):
+        keys.create_key("scheduler", ["/events/external"], order="chat")
+    assert len(store.keys) == stored

@@ -273,7 +273,7 @@ def test_the_janitor_nudges_side_effects_left_behind_and_not_those_still_in_time
     assert janitor.nudge_overdue() == []  # its lease still runs
     herald.clock.advance(LEASE_MS + 120_001)
     (nudge,) = janitor.nudge_overdue()
-    assert (nudge.service_id, nudge.seq) == ("svc", 1)
+    assert (nudge.lane, nudge.seq) == ("svc", 1)
     herald.drain()
     assert herald.job(1).status is JobStatus.SUCCEEDED and nudged == [nudge]
 

@@ -185,7 +185,7 @@ def operate_routes(stack: Stack) -> APIRouter:
             return Redrive(sqs, queue, journal, rate_per_s=10.0, visibility_s=60, wait_s=0).run(1000).as_dict()
         raise HTTPException(400, "peek, plan, or redrive with {'confirm': <the DLQ's name>}")
 
-    @router.post("/console/events/{job_id}/resolve")
+    @router.post("/console/events/{job_id:path}/resolve")  # a lane's job id holds a "/"
     def resolve(
         job_id: str,
         action: str = Body(embed=True),

@@ -10,7 +10,7 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from herald.auth.models import ServiceKeyRecord
+from herald.auth.models import SERVICE_ORDER, ServiceKeyRecord
 from herald.errors import NotFound
 from herald.tables import Database, IntAttribute, condition_failed, string_list
 
@@ -39,6 +39,7 @@ class ServiceKeyRow(Model):
     targets = string_list(null=True)
     allow_markdown = BooleanAttribute(null=True)
     target_rate = IntAttribute(null=True)
+    event_order = UnicodeAttribute(null=True)  # absent: the service's own order
     expires_at_ms = IntAttribute(null=True)
     revoked_at_ms = IntAttribute(null=True)
     last_used_at_ms = IntAttribute(null=True)
@@ -56,6 +57,7 @@ class ServiceKeyRow(Model):
             targets=frozenset(self.targets or ()),
             allow_markdown=bool(self.allow_markdown),
             target_rate=self.target_rate,
+            order=self.event_order or SERVICE_ORDER,
             expires_at_ms=self.expires_at_ms,
             revoked_at_ms=self.revoked_at_ms,
             last_used_at_ms=self.last_used_at_ms,
@@ -90,6 +92,7 @@ class DynamoServiceKeyStore:
             targets=sorted(key.targets),
             allow_markdown=key.allow_markdown,
             target_rate=key.target_rate,
+            event_order=None if key.order == SERVICE_ORDER else key.order,
             expires_at_ms=key.expires_at_ms,
             revoked_at_ms=key.revoked_at_ms,
             rotated_from=key.rotated_from,

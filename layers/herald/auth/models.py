@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 
 from herald.errors import InvalidArgument, PermissionDenied
 
+# How a service's external events are ordered: one lane for the whole service (CONTRACTS §3, the default), or
+# one lane per target, lanes in parallel (opted into per key: `herald-ops keys create --order target`).
+SERVICE_ORDER = "service"
+TARGET_ORDER = "target"
+EVENT_ORDERS = (SERVICE_ORDER, TARGET_ORDER)
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -29,6 +35,7 @@ class ServiceCaller:
     allowed_targets: frozenset[str] = frozenset()
     allow_markdown: bool = False
     target_rate: int | None = None  # its events a minute to one target (None: the stack's limit)
+    orders_by_target: bool = False  # its events run in one lane per target
 
     def tenant(self, requested: str | None) -> str:
         """The tenant a request acts for: the one named, if the key holds it (403 otherwise, before
@@ -57,6 +64,7 @@ class ServiceKeyRecord:
     targets: frozenset[str] = frozenset()
     allow_markdown: bool = False  # its events' cards may opt into Feishu markdown
     target_rate: int | None = None  # its events a minute to one target, in place of the stack's limit
+    order: str = SERVICE_ORDER  # its events' order: the service's (one lane) or per target (a lane each)
     expires_at_ms: int | None = None
     revoked_at_ms: int | None = None
     last_used_at_ms: int | None = None

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol
 
-from herald.auth.models import ServiceCaller, ServiceKeyRecord
+from herald.auth.models import EVENT_ORDERS, SERVICE_ORDER, TARGET_ORDER, ServiceCaller, ServiceKeyRecord
 from herald.clock import Clock, now_ms
 from herald.errors import InvalidArgument, NotFound, PermissionDenied, Unauthorized
 from herald.events.models import RECEIVE_ID_TYPES
@@ -128,6 +128,7 @@ class ServiceKeys:
             allowed_targets=record.targets,
             allow_markdown=record.allow_markdown,
             target_rate=record.target_rate,
+            orders_by_target=record.order == TARGET_ORDER,
         )
 
     def _record(self, key_id: str) -> ServiceKeyRecord | None:
@@ -164,11 +165,14 @@ class ServiceKeys:
         rotated_from: str | None = None,
         allow_markdown: bool = False,
         target_rate: int | None = None,
+        order: str = SERVICE_ORDER,
     ) -> tuple[str, ServiceKeyRecord]:
         """A new key with exactly these rights; returns the key (shown once) and its record."""
         validate_service_id(service_id)
         if target_rate is not None and not 1 <= target_rate <= MAX_TARGET_RATE:
             raise InvalidArgument(f"a target rate is 1 to {MAX_TARGET_RATE} events a minute")
+        if order not in EVENT_ORDERS:
+            raise InvalidArgument(f"an order is one of {', '.join(EVENT_ORDERS)}, not {order!r}")
         wanted = frozenset(validate_capability(cap) for cap in capabilities)
         named = frozenset(validate_app_code(app_code) for app_code in app_codes)
         tenants = named or frozenset({self._default_app_code})
@@ -188,6 +192,7 @@ class ServiceKeys:
             targets=frozenset(validate_target(target) for target in targets),
             allow_markdown=allow_markdown,
             target_rate=target_rate,
+            order=order,
             expires_at_ms=expires_at_ms,
             rotated_from=rotated_from,
         )
@@ -209,6 +214,7 @@ class ServiceKeys:
             rotated_from=key_id,
             allow_markdown=old.allow_markdown,
             target_rate=old.target_rate,
+            order=old.order,
         )
         if revoke_old_in_ms is not None:
             self.revoke(key_id, in_ms=revoke_old_in_ms)

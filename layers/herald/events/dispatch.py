@@ -1,12 +1,13 @@
-"""External events, delivery: strict per-service order, Feishu cards by revision (CONTRACTS §3).
+"""External events, delivery: strict order per lane, Feishu cards by revision (CONTRACTS §3).
 
-Order lives in DynamoDB, not in the queue. A queue message only says "this service has work": the
-dispatcher always takes the service's lowest unfinished job (the head), so a duplicated, late or redriven
-message can neither run a later job early nor run a finished one again.
+A lane is a service's whole order (the default), or one target of a service whose key orders by target
+(`herald.events.models.Lane`). Order lives in DynamoDB, not in the queue. A queue message only says "this
+lane has work": the dispatcher always takes the lane's lowest unfinished job (the head), so a duplicated,
+late or redriven message can neither run a later job early nor run a finished one again.
 
 A side effect is marked on the job before the first external write. Before the mark a failure is retried
 with backoff (bounded, then the job fails); after it, only an answer from the provider that it did not act
-sends the job back; anything else (no answer, a crash) leaves the job `unknown`, and the service waits.
+sends the job back; anything else (no answer, a crash) leaves the job `unknown`, and its lane waits.
 
 An unknown job is settled by Herald wherever Feishu's own rules make a second try provably harmless (the
 evidence of each try is kept on the job; docs/side-effects.md cites the rules):
@@ -14,7 +15,7 @@ evidence of each try is kept on the job; docs/side-effects.md cites the rules):
 * a card **send** carries the job's `uuid`, and Feishu sends at most one message per uuid within an hour: a
   resend inside that window (counted from the job's first mark, less a margin for clocks) cannot deliver a
   second card, and its answer names the message, so the card mapping gets Feishu's message id;
-* a card **update** writes the whole card of the job's revision to the message; the service is blocked
+* a card **update** writes the whole card of the job's revision to the message; the card's lane is blocked
   behind the job, so no later revision can have reached that message: writing it again is harmless.
 
 A bounded number of tries with backoff; then, or past the window, or when Feishu refuses in a way that proves
@@ -38,6 +39,7 @@ from herald.events.models import (
     DispatchPolicy,
     Job,
     JobStatus,
+    Lane,
     StaleJob,
     card_write,
     decide_card,
@@ -51,7 +53,7 @@ COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newe
 
 
 class NotYet(Exception):
-    """The service has work that cannot run now; ask again after `delay_ms`."""
+    """The lane has work that cannot run now; ask again after `delay_ms`."""
 
     def __init__(self, reason: str, delay_ms: int) -> None:
         super().__init__(reason)
@@ -65,11 +67,11 @@ class DrainResult(StrEnum):
 
 
 class EventDispatcher:
-    """Runs one service's jobs, head first, until it is caught up, blocked, or must wait.
+    """Runs one lane's jobs, head first, until it is caught up, blocked, or must wait.
 
     A drain that runs out of time after finishing jobs publishes a continuation nudge (`nudge`) and ends
     well, rather than sending its message back: a long backlog would otherwise spend the message's receive
-    count (and dead-letter it) while the service was making progress."""
+    count (and dead-letter it) while the lane was making progress."""
 
     def __init__(
         self,
@@ -91,11 +93,12 @@ class EventDispatcher:
         self._clock = clock
         self._on_outcome = on_outcome or (lambda job, outcome: None)
 
-    def drain(self, service_id: str, remaining_ms: Callable[[], int]) -> DrainResult:
+    def drain(self, lane: str, remaining_ms: Callable[[], int]) -> DrainResult:
+        service_id = Lane.parse(lane).service_id
         allowed = self._targets.allowed_targets(service_id)  # read once a drain: a narrowing applies from the next
-        head = self._store.head(service_id)
+        head = self._store.head(lane)
         cursor = started_at = head.done_seq
-        while (job := self._next_unfinished(service_id, cursor)) is not None:
+        while (job := self._next_unfinished(lane, cursor)) is not None:
             cursor = job.seq - 1
             if job.awaiting_operator:
                 return DrainResult.BLOCKED
@@ -111,9 +114,9 @@ class EventDispatcher:
                 continue
             left = remaining_ms()
             if left < self._policy.reserve_ms:
-                return self._pause(service_id, cursor, started_at, left)
+                return self._pause(lane, cursor, started_at, left)
             if job.event.target.key in allowed and not self._paced(job, remaining_ms):
-                self._nudge(Nudge(service_id, cursor, f"paced-{now}"))  # a fresh message waits on, in order
+                self._nudge(Nudge(lane, cursor, f"paced-{now}"))  # a fresh message waits on, in order
                 return DrainResult.PAUSED
             settling = job.status is JobStatus.UNKNOWN
             claimed = self._claim(job, self._clock())
@@ -128,26 +131,26 @@ class EventDispatcher:
         return DrainResult.CAUGHT_UP
 
     # ------------------------------------------------------------------ the head job
-    def _next_unfinished(self, service_id: str, done: int) -> Job | None:
-        """The service's lowest unfinished job after `done` (None when caught up). The cursor moves past jobs
+    def _next_unfinished(self, lane: str, done: int) -> Job | None:
+        """The lane's lowest unfinished job after `done` (None when caught up). The cursor moves past jobs
         an operator finished and past blocked jobs removed by their configured TTL."""
         while True:
             seq = done + 1
-            job = self._store.job(service_id, seq)
+            job = self._store.job(lane, seq)
             if job is None:
-                head = self._store.head(service_id)
+                head = self._store.head(lane)
                 if head.next_seq < seq:
                     return None
                 # A job commits with the counter, so it may have arrived between the two reads: read it again.
-                job = self._store.job(service_id, seq)
+                job = self._store.job(lane, seq)
                 if job is None:
                     if head.done_seq < seq:
-                        self._store.advance(service_id, done, seq)
+                        self._store.advance(lane, done, seq)
                     done = max(seq, head.done_seq)
                     continue
             if not job.status.completed:
                 return job
-            self._store.advance(service_id, done, seq)
+            self._store.advance(lane, done, seq)
             done = seq
 
     def _wait_until_due(self, job: Job, now: int) -> None:
@@ -166,7 +169,7 @@ class EventDispatcher:
         its turn): recorded superseded, the cursor past it. False when it is to be sent (or moved meanwhile)."""
         if not job.may_be_superseded:
             return False  # nothing to read
-        newer = job.newest_revision_in(self._store.waiting(job.service_id, job.seq, COALESCE_WINDOW))
+        newer = job.newest_revision_in(self._store.waiting(job.lane.key, job.seq, COALESCE_WINDOW))
         if newer is None:
             return False
         now = self._clock()
@@ -181,10 +184,10 @@ class EventDispatcher:
         """The call's tokens are taken (the worker waited for them while its time allowed)."""
         return not self._pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms)
 
-    def _pause(self, service_id: str, done: int, started_at: int, left: int) -> DrainResult:
+    def _pause(self, lane: str, done: int, started_at: int, left: int) -> DrainResult:
         if done == started_at:
             raise budgets.OutOfTime(f"{left} ms left, {self._policy.reserve_ms} ms needed to claim a job")
-        self._nudge(Nudge(service_id, done, "continue"))
+        self._nudge(Nudge(lane, done, "continue"))
         return DrainResult.PAUSED
 
     def _claim(self, job: Job, now: int) -> Job | None:
@@ -252,7 +255,7 @@ class EventDispatcher:
 
     # ------------------------------------------------------------------ settling an unknown job
     def _settle(self, job: Job, allowed: frozenset[str]) -> bool:
-        """One try at settling an unknown job, taken back to running (the service is blocked behind it, so
+        """One try at settling an unknown job, taken back to running (its lane is blocked behind it, so
         its card's mapping is as its first attempt left it): True when it is settled, else it is unknown
         again, to be tried later (NotYet) or left to an operator."""
         if job.event.target.key not in allowed:

@@ -20,7 +20,8 @@ from herald.events.models import (
     Guard,
     Job,
     JobStatus,
-    ServiceHead,
+    Lane,
+    LaneHead,
     StaleJob,
     StoredEvent,
     Target,
@@ -41,7 +42,7 @@ from herald.events.rows import (
     columns_of,
     event_pk,
     job_sk,
-    service_pk,
+    lane_pk,
 )
 from herald.retry import with_backoff
 from herald.tables import Cancelled, Database, Transaction, condition_failed, ttl
@@ -63,21 +64,21 @@ class DynamoEventStore:
         self._cards = database.bind(CardRow, table_name)
 
     # ------------------------------------------------------------------ reads
-    def head(self, service_id: str) -> ServiceHead:
+    def head(self, lane: str) -> LaneHead:
         try:
-            row = self._heads.get(service_pk(service_id), HEAD, consistent_read=True)
+            row = self._heads.get(lane_pk(lane), HEAD, consistent_read=True)
         except self._heads.DoesNotExist:
-            return ServiceHead(service_id)
-        return ServiceHead(
-            service_id,
+            return LaneHead(lane)
+        return LaneHead(
+            lane,
             next_seq=row.next_seq or 0,
             done_seq=row.done_seq or 0,
             last_received_at_ms=row.last_received_at_ms or 0,
         )
 
-    def job(self, service_id: str, seq: int) -> Job | None:
+    def job(self, lane: str, seq: int) -> Job | None:
         try:
-            return self._jobs.get(service_pk(service_id), job_sk(seq), consistent_read=True).job()
+            return self._jobs.get(lane_pk(lane), job_sk(seq), consistent_read=True).job()
         except self._jobs.DoesNotExist:
             return None
 
@@ -88,10 +89,10 @@ class DynamoEventStore:
             return None
         return CardMessage(row.message_id, row.revision, row.content_hash)
 
-    def waiting(self, service_id: str, after_seq: int, limit: int) -> list[Job]:
+    def waiting(self, lane: str, after_seq: int, limit: int) -> list[Job]:
         jobs = self._jobs  # eventually consistent: a revision appended a moment ago is coalesced next time
         later = jobs.sk.between(job_sk(after_seq + 1), job_sk(LAST_SEQ))
-        rows = jobs.query(service_pk(service_id), later, limit=limit, page_size=limit)
+        rows = jobs.query(lane_pk(lane), later, limit=limit, page_size=limit)
         return [row.job() for row in rows if row.item_type == JOB_ITEM]
 
     def blocked(self) -> list[Job]:
@@ -110,25 +111,27 @@ class DynamoEventStore:
         return [row.job() for row in rows if row.item_type == JOB_ITEM]
 
     # ------------------------------------------------------------------ writes
-    def append(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
-        """The event becomes job `next_seq + 1` in one transaction with the counter and its dedup record;
+    def append(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
+        """The event becomes job `next_seq + 1` of its lane in one transaction with the lane's counter and its
+        dedup record (the service's: an event id is the service's, whichever lane it runs in);
         a lost race for the counter reads it again, so sequence order is the order of commits, and
         `received_at_ms` (taken after the head is read, never before the previous job's) follows it."""
         try:
             return with_backoff(
-                lambda: self._append_once(service_id, event, clock),
+                lambda: self._append_once(lane, event, clock),
                 retry_on=lambda error: isinstance(error, Cancelled),
                 attempts=_APPEND_ATTEMPTS,
                 base_s=0.02,
                 cap_s=0.02,
             )
         except Cancelled as error:
-            raise RuntimeError(f"could not take a receive sequence for {service_id} (too much contention)") from error
+            raise RuntimeError(f"could not take a receive sequence for {lane.key} (too much contention)") from error
 
-    def _append_once(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
-        head = self.head(service_id)
+    def _append_once(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
+        head = self.head(lane.key)
         now = max(clock(), head.last_received_at_ms)  # never before the job ahead of it
-        job = Job(service_id, head.next_seq + 1, event, event.content_hash, now)
+        service_id = lane.service_id
+        job = Job(service_id, head.next_seq + 1, event, event.content_hash, now, by_target=bool(lane.target))
         heads, records = self._heads, self._records
         record = records(
             pk=event_pk(service_id, event.event_id), seq=job.seq, content_hash=job.content_hash, received_at_ms=now
@@ -136,7 +139,7 @@ class DynamoEventStore:
 
         def write(transaction: Transaction) -> None:
             transaction.update(
-                heads(pk=service_pk(service_id)),
+                heads(pk=lane_pk(lane.key)),
                 [
                     heads.next_seq.set(job.seq),
                     heads.last_received_at_ms.set(now),
@@ -163,10 +166,11 @@ class DynamoEventStore:
         columns = {name: value for name, value in columns_of(job).items() if value is not None}
         columns["generation"] = job.generation  # stored, even as 0: a claim's condition compares it
         return self._jobs(
-            pk=service_pk(job.service_id),
+            pk=lane_pk(job.lane.key),
             sk=job_sk(job.seq),
             service_id=job.service_id,
             seq=job.seq,
+            by_target=job.by_target or None,
             event_id=job.event.event_id,
             content=job.event.content(),
             content_hash=job.content_hash,
@@ -181,13 +185,11 @@ class DynamoEventStore:
             return None
         return StoredEvent(event_id, row.seq, row.content_hash, row.received_at_ms)
 
-    def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
-        """Move the service's cursor past jobs already finished (a no-op if another worker did)."""
+    def advance(self, lane: str, from_seq: int, to_seq: int) -> None:
+        """Move the lane's cursor past jobs already finished (a no-op if another worker did)."""
         heads = self._heads
         try:
-            heads(pk=service_pk(service_id)).update(
-                actions=[heads.done_seq.set(to_seq)], condition=heads.done_seq == from_seq
-            )
+            heads(pk=lane_pk(lane)).update(actions=[heads.done_seq.set(to_seq)], condition=heads.done_seq == from_seq)
         except UpdateError as error:
             if not condition_failed(error):
                 raise
@@ -204,13 +206,13 @@ class DynamoEventStore:
         finishing = after.status.completed and not before.status.completed
         try:
             if card is None and not advance and not finishing:
-                self._jobs(pk=service_pk(after.service_id), sk=job_sk(after.seq)).update(changes, condition)
+                self._jobs(pk=lane_pk(after.lane.key), sk=job_sk(after.seq)).update(changes, condition)
             else:
                 self._database.transact(lambda t: self._write_all(t, after, changes, condition, card, advance, at_ms))
         except (UpdateError, Cancelled) as error:
             if isinstance(error, UpdateError) and not condition_failed(error):
                 raise
-            current = self.job(after.service_id, after.seq)
+            current = self.job(after.lane.key, after.seq)
             if current is None or not current.same_step(after):
                 raise StaleJob(str(error)) from error
         return after
@@ -225,14 +227,14 @@ class DynamoEventStore:
         advance: bool,
         at_ms: int,
     ) -> None:
-        transaction.update(self._jobs(pk=service_pk(job.service_id), sk=job_sk(job.seq)), changes, condition)
+        transaction.update(self._jobs(pk=lane_pk(job.lane.key), sk=job_sk(job.seq)), changes, condition)
         if job.status.completed:
             records = self._records
             record = records(pk=event_pk(job.service_id, job.event.event_id))
             transaction.update(record, [records.expires_at.set(ttl(job.expires_at_s))], records.seq == job.seq)
         if advance:
             heads = self._heads
-            head = heads(pk=service_pk(job.service_id))
+            head = heads(pk=lane_pk(job.lane.key))
             transaction.update(head, [heads.done_seq.set(job.seq)], heads.done_seq == job.seq - 1)
         if card is not None:
             cards = self._cards

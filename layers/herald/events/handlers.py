@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from herald.dynamo import Image
 from herald.events.dispatch import NotYet
-from herald.events.nudges import nudges_for
+from herald.events.nudges import Nudge, nudges_for
 from herald.events.rows import job_from_image
 from herald.events.wiring import dispatch_queue, dispatcher, events_janitor
 from herald.observability import logger
@@ -15,7 +15,7 @@ from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
 
 def on_events_change(old: Image | None, new: Image | None) -> None:
-    """The events table's stream is the dispatch outbox: a new job, or a blocked one resolved, nudges its service."""
+    """The events table's stream is the dispatch outbox: a new job, or a blocked one resolved, nudges its lane."""
     before = job_from_image(old) if old else None
     after = job_from_image(new) if new else None
     for nudge in nudges_for(before, after):
@@ -24,19 +24,19 @@ def on_events_change(old: Image | None, new: Image | None) -> None:
 
 def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
     try:
-        service_id = str(json.loads(record.body)["service_id"])
-    except (ValueError, KeyError, TypeError) as exc:
+        lane = Nudge.lane_of(json.loads(record.body))
+    except (ValueError, AttributeError) as exc:
         raise PermanentFailure(f"malformed dispatch message: {exc}") from exc
     try:
-        result = dispatcher().drain(service_id, remaining_ms)
+        result = dispatcher().drain(lane, remaining_ms)
     except NotYet as exc:
         raise RetryLater(str(exc), exc.delay_ms / 1000) from exc
-    logger.info("service drained", service_id=service_id, result=str(result))
+    logger.info("lane drained", lane=lane, result=str(result))
 
 
 def nudge_overdue_jobs() -> int:
     """The events janitor: a dispatch message for each side effect left behind by a worker that died."""
     nudges = events_janitor().nudge_overdue()
     for nudge in nudges:
-        logger.info("overdue side effect nudged", service_id=nudge.service_id, seq=nudge.seq, why=nudge.why)
+        logger.info("overdue side effect nudged", lane=nudge.lane, seq=nudge.seq, why=nudge.why)
     return len(nudges)

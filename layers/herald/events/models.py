@@ -178,6 +178,37 @@ ERROR_CHARS = 1000  # the stored cause of a retry or a block
 EVIDENCE_CHARS = 500  # one line of evidence
 
 
+MAX_LANE_KEY = 300  # a service id (64) and a target key (200), with room to spare
+
+
+@dataclass(frozen=True)
+class Lane:
+    """The order a job runs in: by default its service's whole order (CONTRACTS §3), or, for a service whose
+    key orders by target, one target of it: strict order inside a lane, lanes run side by side, and a blocked
+    job holds up only its own lane. A card's revisions share a lane (a card is one target's)."""
+
+    service_id: str
+    target: str = ""  # a target key when the service orders by target
+
+    @property
+    def key(self) -> str:
+        """How the lane is named in the table, in dispatch messages and in job ids: `svc` or `svc/chat_id:oc_x`."""
+        return f"{self.service_id}/{self.target}" if self.target else self.service_id
+
+    @classmethod
+    def of(cls, service_id: str, target: Target, by_target: bool) -> Lane:
+        return cls(service_id, target.key if by_target else "")
+
+    @classmethod
+    def parse(cls, key: str) -> Lane:
+        service_id, sep, target = key.partition("/")
+        if not service_id or (sep and not target) or len(key) > MAX_LANE_KEY:
+            raise ValueError(f"a lane reads SERVICE or SERVICE/RECEIVE_ID_TYPE:RECEIVE_ID, not {key!r}")
+        if target:
+            Target.parse(target)
+        return cls(service_id, target)
+
+
 class IllegalMove(RuntimeError):
     """A step JOB_TRANSITIONS does not allow: a bug, stopped before anything is written."""
 
@@ -188,10 +219,11 @@ class Job:
     and a store commits `before → after` only onto the state it was decided from (`Guard`)."""
 
     service_id: str
-    seq: int  # the service's receive sequence: the one order its jobs run in
+    seq: int  # the receive sequence of its lane: the one order the lane's jobs run in
     event: ExternalEvent
     content_hash: str
     received_at_ms: int
+    by_target: bool = False  # its service orders by target: its lane is its target's
     status: JobStatus = JobStatus.QUEUED
     attempts: int = 0
     attempt_id: str = ""
@@ -380,8 +412,12 @@ class Job:
         return self.status is JobStatus.FAILED or (self.status is JobStatus.UNKNOWN and not self.next_settle_at_ms)
 
     @property
+    def lane(self) -> Lane:
+        return Lane.of(self.service_id, self.event.target, self.by_target)
+
+    @property
     def job_id(self) -> str:
-        return format_job_id(self.service_id, self.seq)
+        return format_job_id(self.lane.key, self.seq)
 
     @property
     def feishu_uuid(self) -> str:
@@ -425,23 +461,24 @@ class Guard:
         return self.lease_ended_by_ms is None or (job.lock_until_ms < self.lease_ended_by_ms and not job.marked_at_ms)
 
 
-def format_job_id(service_id: str, seq: int) -> str:
-    return f"{service_id}:{seq}"
+def format_job_id(lane: str, seq: int) -> str:
+    return f"{lane}:{seq}"
 
 
 def parse_job_id(job_id: str) -> tuple[str, int]:
-    service_id, sep, seq = job_id.rpartition(":")
-    if not sep or not service_id or not seq.isascii() or not seq.isdigit():
-        raise ValueError(f"a job id reads SERVICE:SEQ, not {job_id!r}")
-    return service_id, int(seq)
+    """The lane's key and the sequence of `SERVICE:SEQ` or `SERVICE/TARGET:SEQ`."""
+    lane, sep, seq = job_id.rpartition(":")
+    if not sep or not seq.isascii() or not seq.isdigit():
+        raise ValueError(f"a job id reads SERVICE:SEQ or SERVICE/TARGET:SEQ, not {job_id!r}")
+    return Lane.parse(lane).key, int(seq)
 
 
 @dataclass(frozen=True)
-class ServiceHead:
-    """A service's receive counter (`next_seq`: the last assigned, received at `last_received_at_ms`) and
+class LaneHead:
+    """A lane's receive counter (`next_seq`: the last assigned, received at `last_received_at_ms`) and
     cursor (`done_seq`: every job up to it is finished)."""
 
-    service_id: str
+    lane: str
     next_seq: int = 0
     done_seq: int = 0
     last_received_at_ms: int = 0

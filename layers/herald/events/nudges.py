@@ -8,23 +8,32 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from herald.clock import Clock, now_ms
-from herald.events.models import Job, JobStatus
+from herald.events.models import Job, JobStatus, Lane
 
 
 @dataclass(frozen=True)
 class Nudge:
-    """A dispatch message: `service_id` has work (a new job, or a blocked one resolved or removed)."""
+    """A dispatch message: `lane` (a service, or one target of it) has work (a new job, or a blocked one
+    resolved or removed)."""
 
-    service_id: str
+    lane: str
     seq: int
     why: str
 
     @property
     def dedup_id(self) -> str:
-        return f"{self.service_id}:{self.seq}:{self.why}"
+        return f"{self.lane}:{self.seq}:{self.why}"
 
     def to_message(self) -> dict[str, Any]:
-        return {"service_id": self.service_id, "seq": self.seq, "why": self.why}
+        return {"lane": self.lane, "seq": self.seq, "why": self.why}
+
+    @staticmethod
+    def lane_of(message: dict[str, Any]) -> str:
+        """The lane a message names; one published before lanes names its service, which is its lane."""
+        lane = message.get("lane", message.get("service_id"))
+        if not isinstance(lane, str):
+            raise ValueError("a dispatch message names its lane")
+        return Lane.parse(lane).key
 
 
 def nudges_for(old: Job | None, new: Job | None) -> list[Nudge]:
@@ -32,11 +41,11 @@ def nudges_for(old: Job | None, new: Job | None) -> list[Nudge]:
     A retry needs none: the message that ran the attempt comes back for it; nor does a worker taking an
     unknown job back to running to settle it (that worker carries on, or the janitor finds its lease ended)."""
     if new is not None and old is None:
-        return [Nudge(new.service_id, new.seq, "new")]
+        return [Nudge(new.lane.key, new.seq, "new")]
     unblocked = new is None or not (new.status.blocking or new.status is JobStatus.RUNNING)
     if old is not None and old.status.blocking and unblocked:
         why = "removed" if new is None else f"resolved-{new.generation}"
-        return [Nudge(old.service_id, old.seq, why)]
+        return [Nudge(old.lane.key, old.seq, why)]
     return []
 
 
@@ -49,7 +58,7 @@ class OverdueJobs(Protocol):
 
 
 class EventsJanitor:
-    """Every minute: a nudge for each service whose side effect was left behind, so a worker settles it
+    """Every minute: a nudge for each lane whose side effect was left behind, so a worker settles it
     even when no dispatch message is coming back for it (its worker died and the message was spent, or
     dead-lettered). `grace_ms` leaves the queue's own redelivery time to do it first."""
 
@@ -69,7 +78,7 @@ class EventsJanitor:
             for job in self._store.blocked()
             if job.status is JobStatus.UNKNOWN and 0 < job.next_settle_at_ms < before
         ]
-        nudges = [Nudge(job.service_id, job.seq, f"overdue-{job.settle_tries}-{due}") for job, due in left]
+        nudges = [Nudge(job.lane.key, job.seq, f"overdue-{job.settle_tries}-{due}") for job, due in left]
         for nudge in nudges:
             self._nudge(nudge)
         return nudges

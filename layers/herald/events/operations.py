@@ -14,7 +14,7 @@ from herald.events.models import (
     DispatchPolicy,
     Job,
     JobStatus,
-    ServiceHead,
+    LaneHead,
     StaleJob,
     Target,
     card_write,
@@ -25,9 +25,9 @@ from herald.events.models import (
 class OperationsStore(Protocol):
     """What an operator's resolutions read, and their one write: the job's step (with its card mapping)."""
 
-    def head(self, service_id: str) -> ServiceHead: ...
+    def head(self, lane: str) -> LaneHead: ...
 
-    def job(self, service_id: str, seq: int) -> Job | None: ...
+    def job(self, lane: str, seq: int) -> Job | None: ...
 
     def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
 
@@ -46,15 +46,15 @@ class EventOperations:
         self._policy = policy
         self._clock = clock
 
-    def blocked(self) -> list[tuple[Job, ServiceHead]]:
-        return [(job, self._store.head(job.service_id)) for job in self._store.blocked()]
+    def blocked(self) -> list[tuple[Job, LaneHead]]:
+        return [(job, self._store.head(job.lane.key)) for job in self._store.blocked()]
 
     def get(self, job_id: str) -> Job:
         try:
-            service_id, seq = parse_job_id(job_id)
+            lane, seq = parse_job_id(job_id)
         except ValueError as exc:
             raise NotFound(str(exc)) from exc
-        job = self._store.job(service_id, seq)
+        job = self._store.job(lane, seq)
         if job is None:
             raise NotFound(f"no job {job_id}")
         return job
@@ -76,7 +76,7 @@ class EventOperations:
         return self._resolve(job, JobStatus.SUCCEEDED, "sent", by, note, card, message_id)
 
     def skip(self, job_id: str, by: str, note: str = "") -> Job:
-        """Give up on the job: it is not delivered and the service goes on."""
+        """Give up on the job: it is not delivered and its lane goes on."""
         job = self._blocked_job(job_id, JobStatus.SKIPPED)
         return self._resolve(job, JobStatus.SKIPPED, "skip", by, note, None)
 
@@ -114,6 +114,7 @@ def describe(job: Job) -> dict[str, Any]:
     return {
         "job_id": job.job_id,
         "service_id": job.service_id,
+        "lane": job.lane.key,  # the service, or its target when the service orders by target
         "seq": job.seq,
         "event_id": job.event.event_id,
         "event_type": job.event.event_type,

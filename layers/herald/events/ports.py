@@ -6,31 +6,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from herald.events.models import Card, CardMessage, CardWrite, Job, ServiceHead, Target
+from herald.events.models import Card, CardMessage, CardWrite, Job, LaneHead, Target
 
 
 class DispatchStore(Protocol):
     """What the dispatcher reads, and its writes: a job's step, and the cursor moved past finished jobs."""
 
-    def head(self, service_id: str) -> ServiceHead: ...
+    def head(self, lane: str) -> LaneHead: ...
 
-    def job(self, service_id: str, seq: int) -> Job | None: ...
+    def job(self, lane: str, seq: int) -> Job | None: ...
 
     def card(self, service_id: str, card_id: str, target: Target) -> CardMessage | None: ...
 
-    def waiting(self, service_id: str, after_seq: int, limit: int) -> list[Job]:
-        """The service's jobs after `after_seq`, in order, at most `limit` of them."""
+    def waiting(self, lane: str, after_seq: int, limit: int) -> list[Job]:
+        """The lane's jobs after `after_seq`, in order, at most `limit` of them."""
         ...
 
-    def advance(self, service_id: str, from_seq: int, to_seq: int) -> None:
-        """Move the service's cursor from `from_seq` to `to_seq` (no-op if someone already did)."""
+    def advance(self, lane: str, from_seq: int, to_seq: int) -> None:
+        """Move the lane's cursor from `from_seq` to `to_seq` (no-op if someone already did)."""
         ...
 
     def commit(
         self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
     ) -> Job:
         """`after` over `before` if the stored job is still as `before` (StaleJob if not); with the card
-        mapping it leaves, and, when `advance`, the service's cursor moved past it."""
+        mapping it leaves, and, when `advance`, its lane's cursor moved past it."""
         ...
 
 

@@ -1,9 +1,10 @@
 """The external-events table's items (`pk`, `sk`), as PynamoDB models, and a job's columns; the table's stream
 is the dispatch outbox.
 
-* `pk = SVC#<service>, sk = HEAD` — `next_seq` (the last receive sequence given; `last_received_at_ms` its
-  time) and `done_seq` (every job up to it is finished): the service's counter and cursor;
-* `pk = SVC#<service>, sk = JOB#<seq>` — a job; while `failed`/`unknown` it carries `attention` (its status)
+* `pk = SVC#<lane>, sk = HEAD` — `next_seq` (the last receive sequence given; `last_received_at_ms` its
+  time) and `done_seq` (every job up to it is finished): the lane's counter and cursor. A lane is a service
+  (`SVC#svc`), or one target of a service that orders by target (`SVC#svc/chat_id:oc_x`);
+* `pk = SVC#<lane>, sk = JOB#<seq>` — a job; while `failed`/`unknown` it carries `attention` (its status)
   and `attention_sk` (when it blocked), the keys of the sparse GSI `by_attention` operators list blocked jobs
   from; while marked and running, `attention = running` and `attention_sk` its lease's end, so the events
   janitor finds a side effect whose worker died;
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from pynamodb.attributes import ListAttribute, MapAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.attributes import BooleanAttribute, ListAttribute, MapAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
@@ -33,7 +34,7 @@ CARD = "CARD"
 JOB_ITEM = "job"
 IN_FLIGHT = "running"  # the `by_attention` partition of marked, running jobs (keyed by their lease's end)
 # A job's identity, written once by intake; every other field of `Job` is a column a commit may change.
-IDENTITY = frozenset({"service_id", "seq", "event", "content_hash", "received_at_ms"})
+IDENTITY = frozenset({"service_id", "seq", "event", "content_hash", "received_at_ms", "by_target"})
 CHANGEABLE = tuple(f.name for f in fields(Job) if f.name not in IDENTITY)
 
 
@@ -50,11 +51,12 @@ class JobRow(Model):
     """ExternalEventsTable, a job: one event of one service, at its receive sequence; in `by_attention`
     while failed or unknown (or marked and running). A column per field of `Job`."""
 
-    pk = UnicodeAttribute(hash_key=True)  # SVC#<service>
+    pk = UnicodeAttribute(hash_key=True)  # SVC#<lane>
     sk = UnicodeAttribute(range_key=True)  # JOB#<seq>
     item_type = UnicodeAttribute(default=JOB_ITEM)
     service_id = UnicodeAttribute()
     seq = IntAttribute()
+    by_target = BooleanAttribute(null=True)  # absent: the service's own order
     event_id = UnicodeAttribute()
     content: MapAttribute[str, Any] = MapAttribute()
     content_hash = UnicodeAttribute()
@@ -97,15 +99,16 @@ class JobRow(Model):
             event=ExternalEvent.from_content(self.event_id, self.content.as_dict()),
             content_hash=self.content_hash,
             received_at_ms=self.received_at_ms,
+            by_target=bool(self.by_target),
             expires_at_s=epoch_seconds(self.expires_at) if self.expires_at else 0,
             **columns,
         )
 
 
 class HeadRow(Model):
-    """ExternalEventsTable, a service's counter (`next_seq`) and cursor (`done_seq`)."""
+    """ExternalEventsTable, a lane's counter (`next_seq`) and cursor (`done_seq`)."""
 
-    pk = UnicodeAttribute(hash_key=True)  # SVC#<service>
+    pk = UnicodeAttribute(hash_key=True)  # SVC#<lane>
     sk = UnicodeAttribute(range_key=True, default=HEAD)
     next_seq = IntAttribute(null=True)
     done_seq = IntAttribute(null=True)
@@ -136,8 +139,8 @@ class CardRow(Model):
     updated_at_ms = IntAttribute(null=True)
 
 
-def service_pk(service_id: str) -> str:
-    return f"SVC#{service_id}"
+def lane_pk(lane: str) -> str:
+    return f"SVC#{lane}"
 
 
 LAST_SEQ = 10**12 - 1  # the largest sequence number job_sk writes in its twelve digits
@@ -177,5 +180,5 @@ def columns_of(job: Job) -> dict[str, Any]:
     elif job.status is JobStatus.RUNNING and job.marked_at_ms:
         attention = (IN_FLIGHT, job.lock_until_ms)
     columns["attention"] = attention[0] if attention else None
-    columns["attention_sk"] = f"{attention[1]:013d}#{job.service_id}#{job.seq:012d}" if attention else None
+    columns["attention_sk"] = f"{attention[1]:013d}#{job.lane.key}#{job.seq:012d}" if attention else None
     return {name: value or None for name, value in columns.items()}

@@ -1,5 +1,6 @@
-"""External events, intake (CONTRACTS §3): a partner's event is stored with its service's next receive
-sequence in the same transaction that stores it, so sequence order is commit order; 202 means stored.
+"""External events, intake (CONTRACTS §3): a partner's event is stored with its lane's next receive
+sequence in the same transaction that stores it, so sequence order is commit order; 202 means stored. The
+lane is the service, or the event's target when the service's key orders by target.
 Delivery is herald.events.dispatch; an operator's resolutions herald.events.operations."""
 
 from __future__ import annotations
@@ -8,12 +9,13 @@ from typing import Protocol
 
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, InvalidArgument, PermissionDenied
-from herald.events.models import Accepted, DuplicateEvent, ExternalEvent, Job
+from herald.events.models import Accepted, DuplicateEvent, ExternalEvent, Job, Lane
 
 
 class IntakeStore(Protocol):
-    def append(self, service_id: str, event: ExternalEvent, clock: Clock) -> Job:
-        """Store the event as the service's next job; DuplicateEvent if its event id is already held."""
+    def append(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
+        """Store the event as the lane's next job; DuplicateEvent if its event id is already held (an event
+        id is its service's, whichever lane)."""
         ...
 
 
@@ -31,6 +33,11 @@ class Sender(Protocol):
 
     @property
     def target_rate(self) -> int | None: ...
+
+    @property
+    def orders_by_target(self) -> bool:
+        """Its events run in one lane per target instead of one for the service."""
+        ...
 
 
 class TargetAdmission(Protocol):
@@ -55,13 +62,12 @@ class EventIntake:
             if "<at" in event.summary.lower():
                 raise InvalidArgument("data.summary: mentions are not allowed", reason="mention_not_allowed")
         self._admission.check(f"{sender.service_id}#{event.target.key}", sender.target_rate)
-        service_id = sender.service_id
         if event.target.key not in sender.allowed_targets:
             raise PermissionDenied(
                 "the target is not among this service's allowed targets", reason="target_not_allowed"
             )
         try:
-            self._store.append(service_id, event, self._clock)
+            self._store.append(Lane.of(sender.service_id, event.target, sender.orders_by_target), event, self._clock)
         except DuplicateEvent as dup:
             if dup.stored.content_hash == event.content_hash:
                 return Accepted(event.event_id, duplicate=True)

@@ -36,6 +36,7 @@ class Gauges:
     events_unknown_settling: int  # Herald is still settling them
     events_failed_jobs: int
     events_blocked_services: int
+    events_blocked_lanes: int  # a service ordering by target has a lane per target; otherwise one lane
     events_oldest_blocked_age_seconds: float
     confirms_stuck: int
     im_push_failed_deliveries: int
@@ -48,6 +49,7 @@ class Gauges:
             "EventsUnknownSettling": (self.events_unknown_settling, "Count"),
             "EventsFailedJobs": (self.events_failed_jobs, "Count"),
             "EventsBlockedServices": (self.events_blocked_services, "Count"),
+            "EventsBlockedLanes": (self.events_blocked_lanes, "Count"),
             "EventsOldestBlockedAge": (self.events_oldest_blocked_age_seconds, "Seconds"),
             "ConfirmsStuck": (self.confirms_stuck, "Count"),
             "ImPushFailedDeliveries": (self.im_push_failed_deliveries, "Count"),
@@ -86,6 +88,7 @@ class HealthGauges:
             ),
             events_failed_jobs=sum(job.status is JobStatus.FAILED for job in blocked),
             events_blocked_services=len({job.service_id for job in blocked}),
+            events_blocked_lanes=len({job.lane.key for job in blocked}),
             events_oldest_blocked_age_seconds=round(max(0, now - oldest) / 1000, 1),
             confirms_stuck=len(self._confirms.due(now - self._confirm_grace_ms, SCAN_LIMIT)),
             im_push_failed_deliveries=len(self._deliveries.failures(SCAN_LIMIT)),

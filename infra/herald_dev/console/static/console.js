@@ -357,7 +357,7 @@ async function dlqDetail(name, step) {
 
 async function resolveJob(job) {
   const choice = window.prompt(
-    `Resolve ${job.job_id} (${job.service_id}, ${job.status}): ${job.why}\n` +
+    `Resolve ${job.job_id} (lane ${job.lane}, ${job.status}): ${job.why}\n` +
       "Type: sent <feishu message id> | requeue | skip",
     "requeue",
   );
@@ -365,7 +365,7 @@ async function resolveJob(job) {
   const [action, messageId = ""] = choice.trim().split(/\s+/);
   if (!window.confirm(`${action} ${job.job_id}? This is recorded with your name.`)) return;
   await operateStep(`${action} ${job.job_id}`, () =>
-    post(`/console/events/${job.job_id}/resolve`, { action, message_id: messageId, note: "from the console" }),
+    post(`/console/events/${encodeURIComponent(job.job_id)}/resolve`, { action, message_id: messageId, note: "from the console" }),
   );
 }
 
@@ -385,7 +385,7 @@ async function refreshOperate() {
     $("blocked"),
     state.blocked.map((job) =>
       row(
-        [job.service_id, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, `${job.age_s} s`, job.waiting_behind],
+        [job.lane, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, `${job.age_s} s`, job.waiting_behind],
         el("button", { "data-job": job.job_id, onclick: () => resolveJob(job) }, "Resolve…"),
       ),
     ),
