@@ -27,6 +27,11 @@ handed out keeps reading the old one: after one cancelled transaction (a duplica
 readers saw a record of the write that was rolled back and then nothing more from that table. Here a
 transaction remembers only the items it touches and the stream's length, and a cancelled one puts those
 back on the same table and shard.
+
+Two costs of the embedded server, not of AWS's behaviour: a FIFO receive waiting on a queue whose visible
+messages all belong to groups with a message in flight spun through its whole wait (moto's wait returns at
+once while any message is visible), and every request listed moto's package directory to find its backend.
+A waiting receive now sleeps until a message is added or briefly, and the listing is read once.
 """
 
 from __future__ import annotations
@@ -35,10 +40,12 @@ import threading
 from copy import deepcopy
 from typing import Any
 
+from moto import backends as moto_backends
 from moto.core.utils import unix_time
 from moto.sqs import models as sqs_models
 
 _receive_lock = threading.Lock()
+_GROUP_RECHECK_S = 0.05
 _installed = False
 
 
@@ -167,6 +174,8 @@ def install() -> None:
         return
     _serialize_dynamodb()
     _transactions_roll_back_in_place()
+    moto_modules = tuple(moto_backends.list_of_moto_modules())
+    moto_backends.list_of_moto_modules = lambda: moto_modules
     _dedup_window_outlives_deletion()
     original = sqs_models.SQSBackend.receive_message
 
@@ -187,7 +196,11 @@ def install() -> None:
                 result = _fifo_receive(queue, count, visibility_timeout, message_attribute_names or [])
             if result or unix_time() >= deadline:
                 return result
-            queue.wait_for_messages(min(1, max(0.05, deadline - unix_time())))
+            # moto's own wait returns at once while the queue holds any visible message, even one of a group
+            # with a message in flight: a receive would spin through its whole wait. Wake on a new message,
+            # or look again shortly (a group is released by a delete, which notifies nobody).
+            with queue._messages_lock:
+                queue._messages_lock.wait(timeout=min(_GROUP_RECHECK_S, max(0.0, deadline - unix_time())))
 
     sqs_models.SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
     _installed = True

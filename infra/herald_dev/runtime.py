@@ -63,6 +63,21 @@ class Instance:
                 pipe.close()
 
 
+DEFAULT_INSTANCES = 4  # a function's instances on one machine when nothing in the template says more
+
+
+def _concurrency(stack: StackTemplate, props: dict[str, Any]) -> int:
+    """How many instances of a function may run at once: its reserved concurrency when it has one, else as many
+    as its busiest SQS mapping may invoke (`ScalingConfig.MaximumConcurrency`, which Lambda honours), at least
+    DEFAULT_INSTANCES."""
+    reserved = props.get("ReservedConcurrentExecutions")
+    if reserved is not None:
+        return int(stack.resolve(reserved)) or 1
+    mappings = [stack.resolve(event.get("Properties", {})) for event in props.get("Events", {}).values()]
+    scaling = [int(m.get("ScalingConfig", {}).get("MaximumConcurrency", 0)) for m in mappings if isinstance(m, dict)]
+    return max([DEFAULT_INSTANCES, *scaling])
+
+
 @dataclass
 class LocalFunction:
     logical_id: str
@@ -73,7 +88,7 @@ class LocalFunction:
     memory_mb: int
     region: str
     properties: dict[str, Any]
-    max_instances: int = 4
+    max_instances: int = DEFAULT_INSTANCES
     environment: dict[str, str] = field(default_factory=dict)  # the whole environment of its processes
     _idle: queue.LifoQueue[Instance] = field(default_factory=queue.LifoQueue)
     _instances: list[Instance] = field(default_factory=list)
@@ -95,7 +110,7 @@ class LocalFunction:
             memory_mb=int(stack.resolve(props.get("MemorySize", 128))),
             region=stack.region,
             properties=props,
-            max_instances=int(stack.resolve(props.get("ReservedConcurrentExecutions", 4))) or 1,
+            max_instances=_concurrency(stack, props),
         )
 
     def template_environment(self, stack: StackTemplate) -> dict[str, str]:

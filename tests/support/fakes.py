@@ -405,7 +405,7 @@ class InMemoryJobStore:
     def commit(
         self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
     ) -> Job:
-        self._hook(_step(before, after))
+        self._hook(step_of(before, after))
         lane = after.lane.key
         key = (lane, after.seq)
         head = self.heads[lane]
@@ -427,7 +427,7 @@ class InMemoryJobStore:
         return after
 
 
-def _step(before: Job, after: Job) -> str:
+def step_of(before: Job, after: Job) -> str:
     """Which of a job's steps a commit makes, for the race hooks."""
     if before.status.blocking and after.status is not JobStatus.RUNNING:
         return "resolve"

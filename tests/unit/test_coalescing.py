@@ -132,3 +132,18 @@ def test_a_revision_requeued_after_it_may_have_gone_out_is_sent_again_not_passed
     herald.store.jobs[("svc", 1)] = marked.resolved(JobStatus.QUEUED, {"action": "requeue"}, herald.clock(), None)
     herald.drain()
     assert herald.feishu.calls == ["send build-7 r1 to oc_1", "update om_1 to build-7 r2"]
+
+
+def test_revisions_that_arrive_while_a_drain_runs_are_coalesced_by_that_drain(herald: Herald) -> None:
+    """Found by tests/bench/delivery_at_limits.py: a drain knew only the jobs there when it began, so a
+    revision arriving behind a newer one during a long drain was sent although the newer one waited."""
+    herald.post("build", 1)
+
+    def two_more_revisions_arrive() -> None:
+        herald.post("build", 2)
+        herald.post("build", 3)
+
+    herald.store.before["claim"] = [two_more_revisions_arrive]  # while revision 1 is being sent
+    assert herald.drain() is DrainResult.CAUGHT_UP
+    assert herald.feishu.calls == ["send build r1 to oc_1", "update om_1 to build r3"]
+    assert [herald.status(seq) for seq in (1, 2, 3)] == [JobStatus.SUCCEEDED, JobStatus.SUPERSEDED, JobStatus.SUCCEEDED]

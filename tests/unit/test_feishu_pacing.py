@@ -4,17 +4,19 @@ and a wait longer than the worker's time hands the service to a fresh message in
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from herald.events.dispatch import DrainResult, EventDispatcher
-from herald.events.models import Card, DispatchPolicy, ExternalEvent, JobStatus
+from herald.events.models import Card, DispatchPolicy, ExternalEvent, Job, JobStatus
 from herald.events.nudges import Nudge
 from herald.events.pacing import FeishuLimits, FeishuPace
 from herald.events.service import EventIntake
-from herald.limits.governor import Governor
+from herald.limits.governor import Bucket, Governor
 from herald.providers.feishu import FeishuError
 from tests.support.clock import FakeClock, most_in_any_window
-from tests.support.fakes import AdmitAll, FixedTargets, InMemoryBucketStore, InMemoryJobStore, PartnerKey
+from tests.support.fakes import AdmitAll, FixedTargets, InMemoryBucketStore, InMemoryJobStore, PartnerKey, step_of
 
 ALLOWED = frozenset({"chat_id:oc_1", "chat_id:oc_2"})
 
@@ -114,3 +116,36 @@ def test_chats_of_one_app_share_the_apps_pace_but_not_each_others(herald: Herald
     per_chat = {chat: [at for at, c in herald.feishu.calls if c == chat] for chat in ("oc_1", "oc_2")}
     assert all(most_in_any_window(times) <= 5 for times in per_chat.values())
     assert most_in_any_window([at for at, _ in herald.feishu.calls]) > 5  # two chats go faster than one
+
+
+def test_a_deliverys_chat_token_is_taken_after_its_claim_and_only_its_mark_comes_between_it_and_the_call() -> None:
+    """The chat's limit is the tightest: whatever runs between taking its token and Feishu receiving the call
+    lets calls bunch up on arrival, so a delivery takes it last, after its claim, just before its mark."""
+    steps: list[str] = []
+
+    class Buckets(InMemoryBucketStore):
+        def write(self, name: str, bucket: Bucket, expires_at_s: int) -> bool:
+            steps.append(f"token {name.rsplit(':', 1)[-1] if ':chat:' not in name else 'chat'}")
+            return super().write(name, bucket, expires_at_s)
+
+    class Jobs(InMemoryJobStore):
+        def commit(self, before: Job, after: Job, at_ms: int, **changes: Any) -> Job:
+            steps.append(step_of(before, after))
+            return super().commit(before, after, at_ms, **changes)
+
+    class Calls(Feishu):
+        def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str:
+            steps.append("call")
+            return super().send_card(receive_id_type, receive_id, card, uuid)
+
+    herald = Herald()
+    herald.store = Jobs()
+    herald.intake = EventIntake(herald.store, AdmitAll(), herald.clock)
+    pace = FeishuPace(Governor(Buckets(), herald.clock, herald.clock.sleep), "cli_app", FeishuLimits())
+    feishu, policy = Calls(herald.clock), DispatchPolicy(reserve_ms=0)
+    herald.dispatcher = EventDispatcher(
+        herald.store, FixedTargets(ALLOWED), feishu, policy, herald.nudges.append, herald.clock, pace=pace
+    )
+    herald.post(1)
+    assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
+    assert steps == ["claim", "token s", "token m", "token chat", "mark", "call", "complete"]

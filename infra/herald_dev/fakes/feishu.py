@@ -15,7 +15,10 @@ Faults (tests): POST /__fake/faults with a list; each answers one matching reque
   {"op": "send"|"update", "hang": 6.0}                           done, but answered only after that many seconds
                                                                  (past the client's timeout: never answered)
 and POST /__fake/chaos {"rate": 0.2, "seed": 7} answers that share of sends/updates with a rate limit (nothing
-done). GET /__fake/messages, GET /__fake/stats (token requests, sends, updates), DELETE /__fake/messages.
+done). POST /__fake/limits {"app_per_second": 50, "chat_per_second": 5, "latency_ms": 100} enforces Feishu's
+message limits as Feishu does (over the app's: HTTP 429 `99991400`; over one chat's or person's: `230020`;
+nothing done) and answers every send and update that late (benchmarks). GET /__fake/messages, GET
+/__fake/stats (token requests, sends, updates, refusals by limit), DELETE /__fake/messages.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 from herald.events.models import RECEIVE_ID_TYPES
 from herald.providers.feishu import MESSAGES_PATH, TOKEN_PATH
 from herald_dev.fakes._server import LoopbackFake, Request, Response
+from herald_dev.fakes.limits import EnforcedLimits
 
 log = logging.getLogger("fake-feishu")
 
@@ -62,6 +66,7 @@ class FakeFeishu(LoopbackFake):
         self._uuids: dict[str, tuple[str, float]] = {}  # uuid -> (message id, when it was sent)
         self._faults: deque[dict[str, Any]] = deque()
         self._chaos: tuple[float, random.Random] | None = None
+        self.limits = EnforcedLimits()
         super().__init__(port)
 
     def queue_faults(self, *faults: dict[str, Any]) -> None:
@@ -98,7 +103,7 @@ class FakeFeishu(LoopbackFake):
             if request.path == "/__fake/messages":
                 return 200, list(self.log), _JSON
             if request.path == "/__fake/stats":
-                return 200, dict(self.stats), _JSON
+                return 200, {**self.stats, "rate_limited": dict(self.limits.refused)}, _JSON
             if request.path == "/__fake/chaos" and request.method == "POST":
                 body = request.json() or {}
                 rate = float(body.get("rate", 0))
@@ -106,6 +111,11 @@ class FakeFeishu(LoopbackFake):
                 return 200, {"ok": True}, _JSON
         if request.path == "/__fake/faults" and request.method == "POST":
             self.queue_faults(*request.json())
+            return 200, {"ok": True}, _JSON
+        if request.path == "/__fake/limits" and request.method == "POST":
+            limits = request.json() or {}
+            per_second = {kind: int(limits.get(f"{kind}_per_second", 0)) for kind in ("app", "chat")}
+            self.limits.configure(per_second, int(limits.get("latency_ms", 0)))
             return 200, {"ok": True}, _JSON
         if request.path == "/__fake/revoke-tokens" and request.method == "POST":
             self.revoke_tokens()
@@ -176,6 +186,9 @@ class FakeFeishu(LoopbackFake):
             with self._lock:
                 self.stats["refused"] += 1
             return _error(int(fault.get("code", 99991400)), "injected failure", int(fault.get("status", 400)))
+        over = self._over_limit(str(body["receive_id"]))
+        if over is not None:
+            return over
         uuid = str(body.get("uuid") or "")
         with self._lock:
             first = self._uuids.get(uuid) if uuid else None
@@ -197,9 +210,18 @@ class FakeFeishu(LoopbackFake):
         log.info("Feishu card -> %s %s: %s", receive_id_type, body["receive_id"], self._title(card))
         return self._answer(fault, {"code": 0, "msg": "success", "data": {"message_id": message_id}})
 
-    @staticmethod
-    def _answer(fault: dict[str, Any] | None, done: dict[str, Any]) -> Response:
+    def _over_limit(self, receive_id: str) -> Response | None:
+        """Feishu's answer to a send or update over its rate limits (nothing done), or None."""
+        over = self.limits.admit({"app": self.app_id, "chat": receive_id})
+        if over == "app":
+            return _error(99991400, "request trigger frequency limit", 429)
+        if over == "chat":
+            return _error(230020, "This operation triggers the frequency limit.")
+        return None
+
+    def _answer(self, fault: dict[str, Any] | None, done: dict[str, Any]) -> Response:
         """The answer to a write Feishu did: as it should be, or as a fault has it (late, or a 500)."""
+        self.limits.answer_delay()
         if fault is not None and fault.get("hang"):
             time.sleep(float(fault["hang"]))
         elif fault is not None and "answer" in fault:
@@ -224,6 +246,9 @@ class FakeFeishu(LoopbackFake):
             with self._lock:
                 self.stats["refused"] += 1
             return _error(int(fault.get("code", 99991400)), "injected failure", int(fault.get("status", 400)))
+        over = self._over_limit(str(message["receive_id"]))
+        if over is not None:
+            return over
         with self._lock:
             message["cards"].append(card)
             self.stats["updates"] += 1

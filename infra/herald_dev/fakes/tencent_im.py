@@ -6,7 +6,9 @@ every message it accepts, so tests can count deliveries and `make dev` can show 
 (log lines, and a page at its root). Faults can be queued: an HTTP status or a Tencent ErrorCode.
 
 Also `admin_getroammsg` over what it received (one page). Control API (tests): GET /__fake/messages,
-DELETE /__fake/messages, POST /__fake/faults [{...}].
+DELETE /__fake/messages, POST /__fake/faults [{...}], GET /__fake/stats, and POST /__fake/limits
+{"sendmsg_per_second": 200, "latency_ms": 100}: `sendmsg` over that many calls a second for the app is refused
+with `60011` (nothing sent) and every send is answered that late (benchmarks).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from herald.providers.tencent_im import ROAMMSG_PATH, SENDMSG_PATH, verify_user_sig
 from herald_dev.fakes._server import LoopbackFake, Request, Response
+from herald_dev.fakes.limits import EnforcedLimits
 
 log = logging.getLogger("fake-tencent-im")
 
@@ -43,6 +46,7 @@ class FakeTencentIm(LoopbackFake):
         self.messages: list[dict[str, Any]] = []
         self.requests = 0
         self._faults: deque[dict[str, Any]] = deque()
+        self.limits = EnforcedLimits()
         super().__init__(port)
 
     def queue_faults(self, *faults: dict[str, Any]) -> None:
@@ -67,6 +71,17 @@ class FakeTencentIm(LoopbackFake):
         if request.path == "/__fake/faults" and request.method == "POST":
             self.queue_faults(*request.json())
             return 200, {"ok": True}, "application/json"
+        if request.path == "/__fake/limits" and request.method == "POST":
+            limits = request.json() or {}
+            self.limits.configure(
+                {"sendmsg": int(limits.get("sendmsg_per_second", 0))}, int(limits.get("latency_ms", 0))
+            )
+            return 200, {"ok": True}, "application/json"
+        if request.path == "/__fake/stats":
+            with self._lock:
+                sent = len(self.messages)
+            stats = {"requests": self.requests, "sent": sent, "rate_limited": dict(self.limits.refused)}
+            return 200, stats, "application/json"
         if request.path == "/" and request.method == "GET":
             return 200, self._page(), "text/html; charset=utf-8"
         return 404, {"ActionStatus": "FAIL", "ErrorCode": 404, "ErrorInfo": "no such API"}, "application/json"
@@ -129,6 +144,8 @@ class FakeTencentIm(LoopbackFake):
             return _fail(90002, problem)
         if fault and "error_code" in fault:
             return _fail(int(fault["error_code"]), str(fault.get("info", "injected failure")))
+        if self.limits.admit({"sendmsg": str(self.sdk_app_id)}) is not None:
+            return _fail(60011, "SDKAppID request frequency over the limit")  # refused: nothing sent
         content = body["MsgBody"][0]["MsgContent"]
         message = {
             "from": body["From_Account"],
@@ -145,6 +162,7 @@ class FakeTencentIm(LoopbackFake):
         }
         with self._lock:
             self.messages.append(message)
+        self.limits.answer_delay()
         data = message["data"]
         log.info(
             "IM %s -> %s: %s %s [%s] %s",

@@ -9,17 +9,10 @@ A side effect is marked on the job before the first external write. Before the m
 with backoff (bounded, then the job fails); after it, only an answer from the provider that it did not act
 sends the job back; anything else (no answer, a crash) leaves the job `unknown`, and its lane waits.
 
-An unknown job is settled by Herald wherever Feishu's own rules make a second try provably harmless (the
-evidence of each try is kept on the job; docs/side-effects.md cites the rules):
-
-* a card **send** carries the job's `uuid`, and Feishu sends at most one message per uuid within an hour: a
-  resend inside that window (counted from the job's first mark, less a margin for clocks) cannot deliver a
-  second card, and its answer names the message, so the card mapping gets Feishu's message id;
-* a card **update** writes the whole card of the job's revision to the message; the card's lane is blocked
-  behind the job, so no later revision can have reached that message: writing it again is harmless.
-
-A bounded number of tries with backoff; then, or past the window, or when Feishu refuses in a way that proves
-nothing about the first try, the job waits for an operator (`awaiting_operator`).
+An unknown job is settled by Herald wherever Feishu's own rules make a second try provably harmless: a send
+again with the job's `uuid` inside Feishu's one-hour window, an update written again while its lane is blocked
+behind it (docs/side-effects.md cites the rules; each try's evidence is kept on the job). A bounded number of
+tries; then, past the window, or on a refusal that proves nothing, the job waits for an operator.
 """
 
 from __future__ import annotations
@@ -58,6 +51,10 @@ class NotYet(Exception):
     def __init__(self, reason: str, delay_ms: int) -> None:
         super().__init__(reason)
         self.delay_ms = max(0, delay_ms)
+
+
+class _WaitsForPace(Exception):
+    """The head job's call has no token within the worker's time: it is back in the queue, untried."""
 
 
 class DrainResult(StrEnum):
@@ -109,26 +106,37 @@ class EventDispatcher:
                     job, "interrupted after its side effect was marked (its worker died or ran out of time)"
                 )
                 continue  # read it again: to be settled now, or left to an operator
+            if job.seq >= head.next_seq and job.may_be_superseded:
+                head = self._store.head(lane)  # jobs arrived since the drain began: a newer revision may be one
             if head.next_seq > job.seq and self._superseded(job):
                 cursor = job.seq
                 continue
             left = remaining_ms()
             if left < self._policy.reserve_ms:
                 return self._pause(lane, cursor, started_at, left)
-            if job.event.target.key in allowed and not self._paced(job, remaining_ms):
+            try:
+                finished = self._attempt(job, allowed, remaining_ms)
+            except _WaitsForPace:
                 self._nudge(Nudge(lane, cursor, f"paced-{now}"))  # a fresh message waits on, in order
                 return DrainResult.PAUSED
-            settling = job.status is JobStatus.UNKNOWN
-            claimed = self._claim(job, self._clock())
-            if claimed is None:  # another worker (or an operator) moved it first: read it again
-                continue
-            finished = self._settle(claimed, allowed) if settling else self._deliver(claimed, allowed)
-            if finished is None:  # refused by Feishu's rate limit: paced again, then tried again
+            if finished is None:  # moved by another first, or refused by Feishu's rate limit: read it again
                 continue
             if not finished:
                 return DrainResult.BLOCKED
             cursor = job.seq
         return DrainResult.CAUGHT_UP
+
+    def _attempt(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> bool | None:
+        """Claim the head job and try it: delivered or settled (True), blocking (False), or to be read again
+        (None). A settling try takes its pace before its claim (which marks it); a delivery just before its
+        mark, so little runs between the chat's token and Feishu receiving the call."""
+        settling = job.status is JobStatus.UNKNOWN
+        if settling and job.event.target.key in allowed and not self._paced(job, remaining_ms):
+            raise _WaitsForPace
+        claimed = self._claim(job, self._clock())
+        if claimed is None:  # another worker (or an operator) moved it first
+            return None
+        return self._settle(claimed, allowed) if settling else self._deliver(claimed, allowed, remaining_ms)
 
     # ------------------------------------------------------------------ the head job
     def _next_unfinished(self, lane: str, done: int) -> Job | None:
@@ -200,26 +208,31 @@ class EventDispatcher:
             return None
 
     # ------------------------------------------------------------------ one attempt
-    def _deliver(self, job: Job, allowed: frozenset[str]) -> bool | None:
+    def _deliver(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> bool | None:
         """One attempt of the head job: True when it finished (the head moved past it), False when it blocks,
-        None when Feishu's rate limit refused it (back in the queue, its attempt given back)."""
+        None when Feishu's rate limit refused it (back in the queue, its attempt given back); _WaitsForPace
+        when its call's tokens are further away than the worker's time (back in the queue, untried)."""
         if job.event.target.key not in allowed:
             return self._complete(job, JobStatus.REJECTED, "target_not_allowed", "", None)
         current, decision = self._decision(job)
         if decision in (CardDecision.STALE, CardDecision.SAME):
             return self._complete(job, JobStatus.SUCCEEDED, str(decision), current.message_id if current else "", None)
         if decision is CardDecision.CONFLICT:
-            return self._fail(job, _conflict(job))
+            return self._fail(job, job.conflict)
         try:
             self._messenger.tenant_access_token()  # before the mark: a token failure touches nothing
         except DeliveryError as exc:
             return self._not_done(job, exc)
-        job = self._mark(job)
+        if not self._paced(job, remaining_ms):  # back in the queue, untried
+            self._store.commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
+            raise _WaitsForPace
+        marked_at = self._clock()
+        job = self._store.commit(job, job.marked(marked_at), marked_at)
         try:
             message_id, outcome = self._write_card(job, decision, current)
         except DeliveryError as exc:
             if exc.maybe_delivered:
-                return self._unknown_after_answer(job, f"{_verb(decision)} not answered as done: {exc}", decision)
+                return self._unknown_after_answer(job, f"{decision.call} not answered as done: {exc}", decision)
             if exc.throttled:
                 self._throttled(job, exc)
                 return None
@@ -228,10 +241,6 @@ class EventDispatcher:
             self._left_behind(job, f"interrupted after its side effect was marked: {exc!r}", decision)
             raise
         return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card_write(job, message_id, current))
-
-    def _mark(self, job: Job) -> Job:
-        now = self._clock()
-        return self._store.commit(job, job.marked(now), now)
 
     def _write_card(self, job: Job, decision: CardDecision, current: CardMessage | None) -> tuple[str, str]:
         """The side effect itself: the card's update (its message exists) or a send with the job's uuid.
@@ -265,7 +274,7 @@ class EventDispatcher:
             message_id = current.message_id if current else ""
             return self._settled(job, str(decision), message_id, None, "the card already shows this revision")
         if decision is CardDecision.CONFLICT:
-            return self._unknown_for_operator(job, _conflict(job))
+            return self._unknown_for_operator(job, job.conflict)
         if decision is CardDecision.SEND and (closed := self._policy.resend_window_closed(job, self._clock())):
             return self._unknown_for_operator(job, f"not sent again: {closed}")
         try:
@@ -277,7 +286,7 @@ class EventDispatcher:
         except DeliveryError as exc:
             if exc.throttled:
                 self._pace.refused(job.event.target, exc.throttled)
-            reason = f"{_verb(decision)} tried again: {exc}"
+            reason = f"{decision.call} tried again: {exc}"
             if not exc.retryable and not exc.maybe_delivered:  # a clear "no" that says nothing of the first
                 return self._unknown_for_operator(job, reason)
             return self._unknown_after_answer(job, reason, decision)
@@ -386,12 +395,3 @@ class EventDispatcher:
             return self._unknown_for_operator(job, f"delivered as {message_id}; the card mapping changed meanwhile")
         self._on_outcome(job, outcome)
         return True
-
-
-def _conflict(job: Job) -> str:
-    event = job.event
-    return f"revision {event.revision} of card {event.card_id} was already delivered with other content"
-
-
-def _verb(decision: CardDecision) -> str:
-    return "the card's update" if decision is CardDecision.UPDATE else "the send"

@@ -420,6 +420,11 @@ class Job:
         return format_job_id(self.lane.key, self.seq)
 
     @property
+    def conflict(self) -> str:
+        """Why a revision delivered before with other content blocks this job."""
+        return f"revision {self.event.revision} of card {self.event.card_id} was already delivered with other content"
+
+    @property
     def feishu_uuid(self) -> str:
         """Feishu sends at most one message per uuid an hour: every attempt of this job uses the same one."""
         return hashlib.sha256(f"herald:{self.job_id}".encode()).hexdigest()[:40]
@@ -499,6 +504,11 @@ class CardDecision(StrEnum):
     STALE = "stale_revision"
     SAME = "same_revision"
     CONFLICT = "revision_conflict"
+
+    @property
+    def call(self) -> str:
+        """The call a send or an update makes, as a job's evidence names it."""
+        return "the card's update" if self is CardDecision.UPDATE else "the send"
 
 
 def decide_card(current: CardMessage | None, revision: int, new_hash: str) -> CardDecision:

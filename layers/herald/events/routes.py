@@ -6,12 +6,12 @@ from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from herald.events.models import ExternalEvent, Target
 from herald.events.wiring import intake
 from herald.observability import metrics
-from herald.web.envelope import PARTNER, SERVICE, Envelope, errors, ok
+from herald.web.envelope import PARTNER, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.security import CurrentService
 
 router = APIRouter(tags=[PARTNER])
@@ -20,14 +20,14 @@ MAX_REVISION = 2**53  # every JSON client reads it exactly
 EVENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$"  # no '#': ids are parts of DynamoDB keys
 
 
-class TargetIn(BaseModel):
+class TargetIn(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     receive_id: str = Field(min_length=1, max_length=128)
     receive_id_type: Literal["open_id", "user_id", "union_id", "email", "chat_id"]
 
 
-class EventData(BaseModel):
+class EventData(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     event_id: str | None = Field(
@@ -53,7 +53,7 @@ class EventData(BaseModel):
         return self
 
 
-class ExternalEventIn(BaseModel):
+class ExternalEventIn(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     event_id: str = Field(pattern=EVENT_ID, description="this event's id: the same on every retry")
@@ -61,7 +61,7 @@ class ExternalEventIn(BaseModel):
     data: EventData
 
 
-class AcceptedOut(BaseModel):
+class AcceptedOut(ApiModel):
     event_id: str
     status: Literal["accepted"] = "accepted"
     duplicate: bool
