@@ -1,15 +1,14 @@
 """`GET|HEAD /api/v1/health`: unauthenticated liveness; says nothing about tenants or data."""
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
 
 from herald.container import current
-from herald.web.envelope import APP_AUDIENCE, Envelope, ok
+from herald.web.envelope import APP_AUDIENCE, ApiModel, Envelope, ok
 
 router = APIRouter(tags=[APP_AUDIENCE])
 
 
-class Health(BaseModel):
+class Health(ApiModel):
     status: str
     stage: str
 

@@ -1,21 +1,20 @@
 """Who-am-I routes: let a client or a service check its credential without side effects."""
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
 
-from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, OPERATOR, PARTNER, SERVICE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, OPERATOR, PARTNER, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal, CurrentService
 
 router = APIRouter()
 
 
-class Me(BaseModel):
+class Me(ApiModel):
     user_id: str
     app_code: str
     roles: list[str]
 
 
-class ServiceIdentity(BaseModel):
+class ServiceIdentity(ApiModel):
     service_id: str
     key_id: str
     capabilities: list[str]

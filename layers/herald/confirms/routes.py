@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from herald.auth.service_keys import capability_allows
 from herald.confirms.models import Action, view
@@ -14,13 +14,13 @@ from herald.confirms.operations import DeliveryViewer
 from herald.confirms.service import MAX_BATCH, MAX_PAGE
 from herald.confirms.wiring import confirm_operations, confirms, registrations
 from herald.ids import APP_CODE_PATTERN
-from herald.web.envelope import APP, APP_AUDIENCE, OPERATOR, SERVICE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, OPERATOR, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal, CurrentReaderOrOwner
 
 router = APIRouter(prefix="/api/v1/message/action-confirms", tags=[APP_AUDIENCE])
 
 
-class AcceptBody(BaseModel):
+class AcceptBody(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     command_id: str = Field(min_length=1, max_length=96)
@@ -30,13 +30,13 @@ class RejectBody(AcceptBody):
     reason: str = Field(default="", max_length=256)
 
 
-class StatusBody(BaseModel):
+class StatusBody(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     confirm_ids: list[str] = Field(max_length=MAX_BATCH)
 
 
-class ConfirmView(BaseModel):
+class ConfirmView(ApiModel):
     confirm_id: str
     business_type: str
     business_subtype: str
@@ -50,7 +50,7 @@ class ConfirmView(BaseModel):
     expire_at_ms: int
 
 
-class ConfirmItems(BaseModel):
+class ConfirmItems(ApiModel):
     items: list[ConfirmView]
 
 
@@ -99,7 +99,7 @@ def reject(request: Request, confirm_id: str, body: RejectBody, principal: Curre
 internal_router = APIRouter(prefix="/internal/v1/confirms", tags=[OPERATOR])
 
 
-class DeliveryView(BaseModel):
+class DeliveryView(ApiModel):
     push: str
     status: str
     attempts: int
@@ -109,7 +109,7 @@ class DeliveryView(BaseModel):
     msg_random: int
 
 
-class ConfirmDeliveries(BaseModel):
+class ConfirmDeliveries(ApiModel):
     confirm: ConfirmView
     deliveries: list[DeliveryView]
 

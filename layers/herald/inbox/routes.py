@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 
 from herald.auth.models import Principal
 from herald.ids import APP_CODE_PATTERN
@@ -13,7 +13,7 @@ from herald.inbox.models import Kind, view
 from herald.inbox.service import MAX_PAGE, Incoming
 from herald.inbox.wiring import inbox
 from herald.observability import metrics
-from herald.web.envelope import APP, APP_AUDIENCE, PARTNER, SERVICE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, PARTNER, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.input import FreeFormJson
 from herald.web.security import TENANT, CurrentPrincipal, CurrentService
 
@@ -21,7 +21,7 @@ producer_router = APIRouter(prefix="/internal/v1/inbox", tags=[PARTNER])
 router = APIRouter(prefix="/api/v1/inbox", tags=[APP_AUDIENCE])
 
 
-class NotificationIn(BaseModel):
+class NotificationIn(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
@@ -39,7 +39,7 @@ class NotificationIn(BaseModel):
     phase: str = Field(default="", max_length=32, description="for TASK_*: COMPLETED, FAILED or CANCELLED")
 
 
-class ResolveIn(BaseModel):
+class ResolveIn(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
@@ -49,17 +49,17 @@ class ResolveIn(BaseModel):
     tail: str = Field(min_length=1, max_length=128)
 
 
-class RecordedOut(BaseModel):
+class RecordedOut(ApiModel):
     notification_id: str
     created: bool
     skipped: str | None = None
 
 
-class ResolvedOut(BaseModel):
+class ResolvedOut(ApiModel):
     resolved: bool
 
 
-class NotificationOut(BaseModel):
+class NotificationOut(ApiModel):
     notification_id: str
     kind: str
     title: str
@@ -71,17 +71,17 @@ class NotificationOut(BaseModel):
     created_at_ms: int
 
 
-class NotificationPage(BaseModel):
+class NotificationPage(ApiModel):
     items: list[NotificationOut]
     next_page_token: str
     unread_count: int
 
 
-class UnreadCount(BaseModel):
+class UnreadCount(ApiModel):
     unread_count: int
 
 
-class Preferences(BaseModel):
+class Preferences(ApiModel):
     """The four kind switches decide what Herald records for the user; `system_notify` is the desktop
     client's master switch for system notifications (default on), read by clients and kept by Herald."""
 
@@ -92,7 +92,7 @@ class Preferences(BaseModel):
     system_notify: bool = Field(description="Show desktop system notifications (the client's master switch).")
 
 
-class PreferencesIn(BaseModel):
+class PreferencesIn(ApiModel):
     """Switches to change; one left out stays as it is. Each is `true` or `false`: nothing else, not null."""
 
     model_config = ConfigDict(extra="forbid")

@@ -5,18 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from herald.invitations.models import Invitation, InvitationType
 from herald.invitations.wiring import invitations
 from herald.limits.wiring import invitee_limit, rate_limiter
-from herald.web.envelope import APP, APP_AUDIENCE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, ApiModel, Envelope, errors, ok
 from herald.web.security import CurrentPrincipal
 
 router = APIRouter(prefix="/api/v1/role-invitations", tags=[APP_AUDIENCE])
 
 
-class CreateInvitation(BaseModel):
+class CreateInvitation(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     invitation_type: InvitationType
@@ -24,7 +24,7 @@ class CreateInvitation(BaseModel):
     agency_name: str = Field(default="", max_length=64)
 
 
-class InvitationView(BaseModel):
+class InvitationView(ApiModel):
     invitation_id: str
     invitation_type: str
     status: str

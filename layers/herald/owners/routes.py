@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from herald.confirms.models import Action, Button, view
 from herald.confirms.routes import ConfirmView
@@ -14,7 +14,7 @@ from herald.confirms.wiring import owner_confirms, registrations
 from herald.ids import APP_CODE_PATTERN
 from herald.owners.models import MAX_EXPIRY_S, MAX_TEXT, MIN_EXPIRY_S, OwnerConfirmRequest, OwnerSpec, Registration
 from herald.owners.models import view as registration_view
-from herald.web.envelope import PARTNER, SERVICE, Envelope, errors, ok
+from herald.web.envelope import PARTNER, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.input import FreeFormJson
 from herald.web.security import TENANT, CurrentOwner
 
@@ -25,7 +25,7 @@ TYPE = r"^[a-z][a-z0-9_]{1,47}$"
 USER = r"^[0-9]{1,20}$"
 
 
-class ActionSpec(BaseModel):
+class ActionSpec(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     action: Action
@@ -33,7 +33,7 @@ class ActionSpec(BaseModel):
     style: Literal["primary", "secondary", "danger"]
 
 
-class RegisterBody(BaseModel):
+class RegisterBody(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
@@ -49,13 +49,13 @@ class RegisterBody(BaseModel):
     )
 
 
-class TenantBody(BaseModel):
+class TenantBody(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
 
 
-class RegistrationView(BaseModel):
+class RegistrationView(ApiModel):
     app_code: str
     business_type: str
     service_id: str
@@ -70,16 +70,16 @@ class RegistrationView(BaseModel):
     updated_at_ms: int
 
 
-class Registered(BaseModel):
+class Registered(ApiModel):
     registration: RegistrationView
     signing_secret: str | None = Field(description="`whsec_...`: shown once, when the registration is new or rotated")
 
 
-class RegistrationItems(BaseModel):
+class RegistrationItems(ApiModel):
     items: list[RegistrationView]
 
 
-class CreateConfirmBody(BaseModel):
+class CreateConfirmBody(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
@@ -95,7 +95,7 @@ class CreateConfirmBody(BaseModel):
     expire_at_ms: int | None = Field(default=None, gt=0, strict=True, description="default: the registered expiry")
 
 
-class CancelBody(BaseModel):
+class CancelBody(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
@@ -109,7 +109,7 @@ class CallbackConfirm(ConfirmView):
     payload: dict[str, Any]
 
 
-class ActionCallback(BaseModel):
+class ActionCallback(ApiModel):
     """`POST {callback_url}` when the receiver acts. Headers: `webhook-id` (stable per command: the
     idempotency key), `webhook-timestamp`, `webhook-signature` (Standard Webhooks `v1,<base64 HMAC-SHA256>`)."""
 
@@ -121,21 +121,21 @@ class ActionCallback(BaseModel):
     confirm: CallbackConfirm
 
 
-class ExpireCallback(BaseModel):
+class ExpireCallback(ApiModel):
     """`POST {callback_url}` when an undecided confirm passed its `expire_at_ms`."""
 
     type: Literal["confirm.expire"]
     confirm: CallbackConfirm
 
 
-class OwnerFactAnswer(BaseModel):
+class OwnerFactAnswer(ApiModel):
     """The owner's truth after the call (200)."""
 
     state: Literal["pending", "accepted", "rejected", "cancelled", "expired"]
     decided_at_ms: int | None = None
 
 
-class OwnerRefusal(BaseModel):
+class OwnerRefusal(ApiModel):
     """The owner refuses for good (409): the confirm fails and the client gets 409 `data.reason` = `reason`."""
 
     reason: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")

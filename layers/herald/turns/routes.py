@@ -7,13 +7,13 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from herald.ids import APP_CODE_PATTERN
 from herald.turns.models import MAX_EVENT_SEQ, ROLE_RANK, AgentTurns, SessionStatus
 from herald.turns.service import EngineCaller
 from herald.turns.wiring import turn_service
-from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, SERVICE, Envelope, errors, ok
+from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.security import TENANT, CurrentPrincipal, CurrentService
 
 router = APIRouter(prefix="/api/v1/sessions", tags=[APP_AUDIENCE])
@@ -28,7 +28,7 @@ MAX_MEMBERS, MAX_AGENTS, MAX_EVENTS = 500, 50, 200
 MEMBER_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # a user id as tokens carry it (`sub`)
 
 
-class MessageIn(BaseModel):
+class MessageIn(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(min_length=1, max_length=4000)
@@ -42,18 +42,18 @@ class MessageIn(BaseModel):
         return text
 
 
-class PostedOut(BaseModel):
+class PostedOut(ApiModel):
     message_id: str
     delivery: Literal["started", "queued"]
     position: int | None = None
 
 
-class CancelledOut(BaseModel):
+class CancelledOut(ApiModel):
     message_id: str
     status: Literal["cancelled"] = "cancelled"
 
 
-class EventOut(BaseModel):
+class EventOut(ApiModel):
     seq: int
     type: str
     at_ms: int
@@ -61,12 +61,12 @@ class EventOut(BaseModel):
     data: dict[str, Any]
 
 
-class EventsOut(BaseModel):
+class EventsOut(ApiModel):
     events: list[EventOut]
     next_after_seq: int = Field(description="pass as after_seq to read on (the last seq returned, or the same)")
 
 
-class SessionIn(BaseModel):
+class SessionIn(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
@@ -95,7 +95,7 @@ class SessionIn(BaseModel):
         return agents
 
 
-class SessionOut(BaseModel):
+class SessionOut(ApiModel):
     session_id: str
     app_code: str
     members: dict[str, str]
@@ -103,7 +103,7 @@ class SessionOut(BaseModel):
     status: SessionStatus
 
 
-class TurnStateOut(BaseModel):
+class TurnStateOut(ApiModel):
     session_id: str
     agent: str
     state: Literal["idle", "running", "suspended"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Generic, TypeVar
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
+from pydantic.warnings import UnsupportedFieldAttributeWarning
 
 T = TypeVar("T")
 
@@ -25,14 +27,26 @@ STATUS_BY_CODE = {
 }
 
 
-class Envelope(BaseModel, Generic[T]):
+class ApiModel(BaseModel):
+    """Every body and answer of the HTTP API. Its validator is built when it is first used, not when its module
+    loads or a route naming it is registered: a cold start builds only what its first request needs."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+# FastAPI wraps a body's type with its `Body(alias=...)` for validation and hides pydantic's warning that the
+# alias means nothing there; a deferred build happens later, outside FastAPI's filter, so it is hidden here.
+warnings.filterwarnings("ignore", category=UnsupportedFieldAttributeWarning, message="The 'alias' attribute")
+
+
+class Envelope(ApiModel, Generic[T]):
     code: str = "OK"
     message: str = ""
     data: T
     request_id: str
 
 
-class ErrorData(BaseModel):
+class ErrorData(ApiModel):
     """`reason`, and for some reasons the facts behind it (e.g. a reused event id's stored hash)."""
 
     model_config = ConfigDict(extra="allow")
@@ -40,7 +54,7 @@ class ErrorData(BaseModel):
     reason: str
 
 
-class ErrorEnvelope(BaseModel):
+class ErrorEnvelope(ApiModel):
     code: str
     message: str
     data: ErrorData | None = None
