@@ -24,4 +24,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         queue_url=settings.im_push_queue_url,
         dead_letter_queue_url=settings.im_push_dlq_url,
         lag_metric="ImPushQueueLag",
+        groups_at_once=settings.im_push_groups_at_once,
     )

@@ -110,6 +110,9 @@ class Settings:
     tencent_im_secret_key: Secret | None = None
     tencent_im_secret_key_parameter: str | None = None
     im_push_max_attempts: int = budgets.IM_PUSH_MAX_ATTEMPTS  # then the push is dead-lettered with its reason
+    # The receivers (message groups) of one batch of pushes sent side by side: Tencent's answer time then bounds
+    # each receiver's pushes, not the batch's, so five invocations of ten can reach sendmsg's 200 a second.
+    im_push_groups_at_once: int = 10
     # How long Tencent IM keeps C2C roaming history (7 days unless the app bought more): a push whose earlier
     # send's answer was lost is settled from that history, so only within it.
     tencent_im_history_days: int = 7

@@ -2,7 +2,8 @@
 
 * Stream records arrive as plain dicts of their old and new images; a record whose handler raises is
   reported, so Lambda retries from it (handlers are idempotent).
-* FIFO queue records: a failure skips the rest of its message group in the batch (other groups go on).
+* FIFO queue records: a failure skips the rest of its message group in the batch (other groups go on). A
+  worker may run a batch's groups side by side (`groups_at_once`), each in its own order.
   A failed message is hidden for an exponential backoff before it comes back (or for exactly the delay a
   handler asks for with `RetryLater`); the group members skipped behind it are hidden just as long, so they
   come back with it, in order. A record that can never succeed raises `PermanentFailure`: it is moved to
@@ -13,8 +14,10 @@
 
 from __future__ import annotations
 
+import contextvars
 import math
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,27 +104,39 @@ def process_fifo(
     queue_url: str,
     dead_letter_queue_url: str,
     lag_metric: str,
+    groups_at_once: int = 1,
 ) -> dict[str, Any]:
-    """`lag_metric` receives, per record, how long it waited in the queue (ms since it was first sent)."""
-    # A group's first failed record sets how long it is hidden; the records behind it in the batch are hidden
-    # just as long, so they come back with it, in order.
-    group_hidden_for: dict[str, int] = {}
-    failed: list[QueueMessage] = []
+    """`lag_metric` receives, per record, how long it waited in the queue (ms since it was first sent). With
+    `groups_at_once` > 1 the batch's message groups run side by side (a provider's answer time then bounds each
+    group, not the whole batch), each group's records in their order."""
+    messages = [QueueMessage.from_record(record) for record in event.get("Records", [])]
+    groups: dict[str, list[QueueMessage]] = {}
+    for message in messages:
+        groups.setdefault(message.group_id, []).append(message)
+
+    def run(group: list[QueueMessage]) -> tuple[list[QueueMessage], int]:
+        """The group's records that come back, and for how long they hide: a group's first failed record sets
+        it, and the records behind it in the batch come back with it, in order."""
+        for index, message in enumerate(group):
+            delay = _handle_one(message, handle, dead_letter_queue_url, lag_metric)
+            if delay is not None:
+                return group[index:], delay
+        return [], 0
+
     with budgets.invocation(context.get_remaining_time_in_millis):
-        for message in map(QueueMessage.from_record, event.get("Records", [])):
-            if message.group_id not in group_hidden_for:
-                delay = _handle_one(message, handle, dead_letter_queue_url, lag_metric)
-                if delay is None:
-                    continue
-                group_hidden_for[message.group_id] = delay
-            failed.append(message)
-    for message in failed:
-        _sqs().change_message_visibility(
-            QueueUrl=queue_url,
-            ReceiptHandle=message.receipt_handle,
-            VisibilityTimeout=group_hidden_for[message.group_id],
-        )
-    return _failures([message.message_id for message in failed])
+        if groups_at_once > 1 and len(groups) > 1:
+            runs = [(contextvars.copy_context(), group) for group in groups.values()]  # each with the time budget
+            with ThreadPoolExecutor(max_workers=min(groups_at_once, len(runs))) as pool:
+                outcomes = list(pool.map(lambda job: job[0].run(run, job[1]), runs))
+        else:
+            outcomes = [run(group) for group in groups.values()]
+    for failed, delay in outcomes:
+        for message in failed:
+            _sqs().change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=delay
+            )
+    returned = {message.message_id for failed, _ in outcomes for message in failed}
+    return _failures([message.message_id for message in messages if message.message_id in returned])
 
 
 def _handle_one(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -111,3 +112,27 @@ def test_a_stream_batch_stops_at_its_first_failure_so_the_shard_keeps_its_order(
     }
     assert seen == ["100", "200"]  # 300 runs on the retry from 200, never before it
     assert process_stream({"Records": records[:1]}, FakeLambdaContext(), handle) == {"batchItemFailures": []}
+
+
+def test_a_batchs_groups_run_side_by_side_each_in_its_order_when_the_worker_allows(queues: RecordingQueues) -> None:
+    """Three receivers' pushes: each group waits at a barrier the other groups must reach too, which only groups
+    running at once can pass; a group's records still run in order, and a failure holds back only its group."""
+    meeting = threading.Barrier(3, timeout=5)
+    handled: dict[str, list[str]] = {}
+
+    def handle(message: QueueMessage) -> None:
+        handled.setdefault(message.group_id, []).append(message.body)
+        assert budgets.spare_ms() != budgets.PROVIDER_CALL_MS  # each group runs inside the invocation's budget
+        if message.body.endswith("1"):
+            meeting.wait()
+        if message.body == "b2":
+            raise RuntimeError("Tencent down")
+
+    records = [sqs_record(f"{g}{n}", g) for n in (1, 2, 3) for g in "abc"]
+    response = process_fifo(
+        {"Records": records}, FakeLambdaContext(), handle, queue_url="q", dead_letter_queue_url="dlq", lag_metric="Lag",
+        groups_at_once=3,
+    )  # fmt: skip
+    assert handled == {"a": ["a1", "a2", "a3"], "b": ["b1", "b2"], "c": ["c1", "c2", "c3"]}
+    assert response == {"batchItemFailures": [{"itemIdentifier": "b2"}, {"itemIdentifier": "b3"}]}
+    assert queues.hidden == {"rh-b2": 2, "rh-b3": 2}
