@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import click
 from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, NoLocalCloud, Stack
 
+from herald.auth.models import EVENT_ORDERS, SERVICE_ORDER
 from herald.clock import now_ms
 from herald.errors import HeraldError
 
@@ -123,8 +124,8 @@ def _service_keys(stack: Stack) -> Any:
 )
 @click.option(
     "--order",
-    type=click.Choice(["service", "target"]),
-    default="service",
+    type=click.Choice(EVENT_ORDERS),
+    default=SERVICE_ORDER,
     show_default=True,
     help="its events in one order for the service, or one lane per target (in order inside it, lanes in parallel)",
 )

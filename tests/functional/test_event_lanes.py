@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from herald.auth.service_keys import ServiceKeys
 from herald.errors import NotFound
 from herald.events.models import JobStatus
-from herald.events.wiring import event_store, operations
+from herald.events.wiring import operations
 from herald_dev.fakes.feishu import FakeFeishu
-from tests.functional.test_events import Partner, titles
+from tests.functional.test_events import Partner, job_statuses, titles
 from tests.support.events import EventsPipeline
 
 OPS = {"receive_id": "oc_ops", "receive_id_type": "chat_id"}
@@ -33,11 +33,6 @@ def serial(api: TestClient, service_keys: ServiceKeys) -> Partner:
     return Partner(api, service_keys, "scheduler", TARGETS)
 
 
-def statuses(lane: str) -> list[str]:
-    head = event_store().head(lane)
-    return [str(job.status) for seq in range(1, head.next_seq + 1) if (job := event_store().job(lane, seq))]
-
-
 def block_the_ops_chat(partner: Partner, events: EventsPipeline, feishu: FakeFeishu) -> None:
     """The first event to oc_ops is refused by Feishu; one more to oc_ops and one to oc_other come after."""
     feishu.queue_faults(REFUSED)
@@ -54,9 +49,9 @@ def test_a_failed_job_blocks_only_its_own_chats_lane_when_the_service_orders_by_
     block_the_ops_chat(laned, events, feishu)
     assert titles(feishu, "oc_other") == ["other 1"]  # its lane ran past the blocked one
     assert titles(feishu, "oc_ops") == []
-    assert statuses("progress/chat_id:oc_ops") == ["failed", "queued"]
-    assert statuses("progress/chat_id:oc_other") == ["succeeded"]
-    assert statuses("progress") == []  # nothing in the service's own order
+    assert job_statuses("progress/chat_id:oc_ops") == ["failed", "queued"]
+    assert job_statuses("progress/chat_id:oc_other") == ["succeeded"]
+    assert job_statuses("progress") == []  # nothing in the service's own order
     operations().skip("progress/chat_id:oc_ops:1", by="alice", note="refused for good")
     events.drain()
     assert titles(feishu, "oc_ops") == ["ops 2"]
@@ -67,7 +62,7 @@ def test_the_same_failure_blocks_the_whole_service_in_the_default_order(
 ) -> None:
     block_the_ops_chat(serial, events, feishu)
     assert titles(feishu, "oc_other") == [] and titles(feishu, "oc_ops") == []
-    assert statuses("scheduler") == ["failed", "queued", "queued"]
+    assert job_statuses("scheduler") == ["failed", "queued", "queued"]
 
 
 def test_each_lane_is_its_own_message_group_so_lanes_run_side_by_side(
@@ -93,7 +88,7 @@ def test_a_cards_revisions_share_its_lane_and_are_coalesced_there(
     laned.accept("x1", title="other chat", target=OTHER)
     events.drain()
     assert [(e["op"], e["title"]) for e in feishu.log if e["receive_id"] == "oc_ops"] == [("send", "rev 3")]
-    assert statuses("progress/chat_id:oc_ops") == ["superseded", "superseded", "succeeded"]
+    assert job_statuses("progress/chat_id:oc_ops") == ["superseded", "superseded", "succeeded"]
     assert titles(feishu, "oc_other") == ["other chat"]
 
 
@@ -101,7 +96,7 @@ def test_an_event_id_is_the_services_across_its_lanes(laned: Partner) -> None:
     laned.accept("once", target=OPS)
     reused = laned.post("once", target=OTHER)
     assert reused.status_code == 409 and reused.json()["data"]["reason"] == "event_id_reused"
-    assert statuses("progress/chat_id:oc_other") == []
+    assert job_statuses("progress/chat_id:oc_other") == []
 
 
 def test_operators_see_and_resolve_jobs_by_their_lane_and_a_malformed_job_id_is_not_found(

@@ -71,9 +71,10 @@ def titles(feishu: FakeFeishu, receive_id: str = "oc_ops") -> list[str]:
     return [entry["title"] for entry in feishu.log if entry["receive_id"] == receive_id]
 
 
-def job_statuses(service_id: str) -> list[str]:
-    head = event_store().head(service_id)
-    return [str(job.status) for seq in range(1, head.next_seq + 1) if (job := event_store().job(service_id, seq))]
+def job_statuses(lane: str) -> list[str]:
+    """The statuses of a lane's jobs in receive order (a service in the default order is its one lane)."""
+    head = event_store().head(lane)
+    return [str(job.status) for seq in range(1, head.next_seq + 1) if (job := event_store().job(lane, seq))]
 
 
 # ---------------------------------------------------------------------------------------------- intake
