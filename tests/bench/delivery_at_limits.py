@@ -6,9 +6,9 @@ limits as the providers do (a call over one is refused with the provider's own r
 `--latency-ms`. Then, one after the other:
 
   (a) one service, one chat: `--cards` cards x `--revisions` revisions posted at once (coalescing);
-  (b) one service ordering by target (`order: target`), `--chats` chats x `--per-chat` events, posted chat by
-      chat (each chat's events together, as a job's progress comes); then the same load from a service in the
-      default order (one lane: each chat's pace holds up every other chat);
+  (b) one service ordering by target (`order: target`), `--chats` chats x `--per-chat` events, every chat's
+      posted at once (each chat's in order, one after the other, as a job's progress comes); then the same load
+      from a service in the default order (one lane: each chat's pace holds up every other chat);
   (c) a burst of `--confirms` confirms to `--receivers` receivers through Tencent IM (an owner service's, in
       rounds: a receiver's k-th confirm is made in round k, so its pushes have an order to keep).
 
@@ -191,9 +191,12 @@ class Bench:
         chats = [f"oc_{service}_{n}" for n in range(args.chats)]
         client = self.partner(service, chats, order)
 
-        for chat in chats:  # each chat's events together (a job's progress), in one known receive order
+        def post_progress(chat: str) -> None:  # a chat's events in order, one after the other (a job's progress)
             for n in range(args.per_chat):
                 self.post_event(client, f"{chat}-{n}", chat, f"{chat} #{n}")
+
+        with ThreadPoolExecutor(max_workers=len(chats)) as pool:  # every chat's progress at once
+            list(pool.map(post_progress, chats))
         wanted = args.chats * args.per_chat
         self.until(lambda: sum(e["receive_id"] in chats for e in self.cards()) >= wanted, f"(b) {service}'s events")
         log = [entry for entry in self.cards() if entry["receive_id"] in chats]

@@ -6,9 +6,17 @@ from __future__ import annotations
 from herald_ops.template import StackTemplate
 
 from herald.limits.dynamo import DynamoBucketStore
-from tests.support.governor_engines import instances_share_one_bucket
+from tests.support.governor_engines import (
+    a_calls_moment_is_written_to_all_its_buckets_at_once,
+    instances_share_one_bucket,
+)
 
 
 def test_instances_taking_tokens_at_once_share_one_bucket(aws: StackTemplate) -> None:
     table = aws.physical_name("RateLimitsTable")
     instances_share_one_bucket(lambda: DynamoBucketStore(table))
+
+
+def test_a_calls_moment_is_written_to_all_its_buckets_at_once(aws: StackTemplate) -> None:
+    table = aws.physical_name("RateLimitsTable")
+    a_calls_moment_is_written_to_all_its_buckets_at_once(lambda: DynamoBucketStore(table))

@@ -477,8 +477,9 @@ class InMemoryBucketStore:
     def read(self, name: str) -> Bucket:
         return self.buckets.get(name, Bucket())
 
-    def write(self, name: str, bucket: Bucket, expires_at_s: int) -> bool:
-        if self.read(name).version != bucket.version:
+    def write(self, buckets: Mapping[str, Bucket], expires_at_s: int) -> bool:
+        if any(self.read(name).version != bucket.version for name, bucket in buckets.items()):
             return False
-        self.buckets[name] = dataclasses.replace(bucket, version=bucket.version + 1)
+        for name, bucket in buckets.items():
+            self.buckets[name] = dataclasses.replace(bucket, version=bucket.version + 1)
         return True

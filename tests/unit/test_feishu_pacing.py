@@ -4,6 +4,7 @@ and a wait longer than the worker's time hands the service to a fresh message in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -118,27 +119,31 @@ def test_chats_of_one_app_share_the_apps_pace_but_not_each_others(herald: Herald
     assert most_in_any_window([at for at, _ in herald.feishu.calls]) > 5  # two chats go faster than one
 
 
-def test_a_deliverys_chat_token_is_taken_after_its_claim_and_only_its_mark_comes_between_it_and_the_call() -> None:
-    """The chat's limit is the tightest: whatever runs between taking its token and Feishu receiving the call
-    lets calls bunch up on arrival, so a delivery takes it last, after its claim, just before its mark."""
+def test_a_delivery_reserves_its_moment_in_every_bucket_at_once_after_its_claim_and_is_marked_while_it_waits() -> None:
+    """Whatever runs between a bucket counting a call and Feishu receiving it lets calls bunch up on arrival:
+    a delivery reserves its moment in the chat's and the app's buckets in one write, after its claim, and
+    is marked while it waits for that moment: nothing but waking up comes between the moment and the call."""
     steps: list[str] = []
+    herald = Herald()
+    times: dict[str, list[int]] = {"mark": [], "call": []}
 
     class Buckets(InMemoryBucketStore):
-        def write(self, name: str, bucket: Bucket, expires_at_s: int) -> bool:
-            steps.append(f"token {name.rsplit(':', 1)[-1] if ':chat:' not in name else 'chat'}")
-            return super().write(name, bucket, expires_at_s)
+        def write(self, buckets: Mapping[str, Bucket], expires_at_s: int) -> bool:
+            steps.append("tokens " + " ".join(sorted("chat" if ":chat:" in name else name[-1] for name in buckets)))
+            return super().write(buckets, expires_at_s)
 
     class Jobs(InMemoryJobStore):
         def commit(self, before: Job, after: Job, at_ms: int, **changes: Any) -> Job:
-            steps.append(step_of(before, after))
+            steps.append(step := step_of(before, after))
+            times.setdefault(step, []).append(herald.clock.now)
             return super().commit(before, after, at_ms, **changes)
 
     class Calls(Feishu):
         def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str:
             steps.append("call")
+            times["call"].append(herald.clock.now)
             return super().send_card(receive_id_type, receive_id, card, uuid)
 
-    herald = Herald()
     herald.store = Jobs()
     herald.intake = EventIntake(herald.store, AdmitAll(), herald.clock)
     pace = FeishuPace(Governor(Buckets(), herald.clock, herald.clock.sleep), "cli_app", FeishuLimits())
@@ -147,5 +152,9 @@ def test_a_deliverys_chat_token_is_taken_after_its_claim_and_only_its_mark_comes
         herald.store, FixedTargets(ALLOWED), feishu, policy, herald.nudges.append, herald.clock, pace=pace
     )
     herald.post(1)
+    herald.post(2)  # the same chat: its call waits for the chat's next moment
     assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
-    assert steps == ["claim", "token s", "token m", "token chat", "mark", "call", "complete"]
+    assert steps == ["claim", "tokens chat m s", "mark", "call", "complete"] * 2
+    first_call, second_mark, second_call = times["call"][0], times["mark"][1], times["call"][1]
+    assert second_call - first_call >= 1000 / (5 * 0.9)  # the chat's pace
+    assert second_mark < second_call  # marked before the wait, not between the moment and the call

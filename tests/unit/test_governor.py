@@ -94,6 +94,29 @@ def test_a_call_counts_against_every_gate_and_waits_for_the_tightest(governor: G
     assert governor.take([Gate("a third chat", BucketLimit(5)), app]) > 0  # but not two at once: the app's pace
 
 
+def test_a_call_waiting_for_its_chat_is_counted_by_the_app_when_it_goes_not_while_it_waits(clock: FakeClock) -> None:
+    """A token held while another bucket is waited for would be counted long before the call arrives: calls
+    would bunch up at the provider over the very limit paced. Every bucket counts the call at its moment."""
+    buckets = InMemoryBucketStore()
+    governor = Governor(buckets, clock, clock.sleep)
+    chat, app = Gate("chat", BucketLimit(1)), Gate("app", BucketLimit(8))
+    assert governor.take([app, chat]) == 0
+    clock.advance(100)
+    assert governor.take([app, chat], lambda: 5_000) == 0  # waited for the chat's next moment
+    went_at = clock.now
+    assert went_at == START + 1112  # 1 a second, a tenth under it: every 1111.1 ms
+    assert buckets.read("app").due_ms == pytest.approx(went_at + 1000 / (8 * 0.9), abs=1)
+    assert buckets.read("chat").due_ms == pytest.approx(START + 2 * 1000 / 0.9, abs=1)
+
+
+def test_a_call_that_cannot_wait_for_its_moment_reserves_nothing(governor: Governor, clock: FakeClock) -> None:
+    chat, app = Gate("chat", BucketLimit(1)), Gate("app", BucketLimit(8))
+    assert governor.take([app, chat]) == 0
+    clock.advance(200)  # the app's next moment has come, not the chat's
+    assert governor.take([app, chat]) > 800
+    assert governor.take([app, Gate("another chat", BucketLimit(1))]) == 0  # the app's moment was not spent
+
+
 def test_a_limit_of_zero_is_off(governor: Governor) -> None:
     off = Gate("off", BucketLimit(0))
     assert [governor.take([off]) for _ in range(100)] == [0] * 100

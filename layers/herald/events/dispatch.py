@@ -5,15 +5,14 @@ A lane is a service's whole order (the default), or one target of a service whos
 lane has work": the dispatcher always takes the lane's lowest unfinished job (the head), so a duplicated,
 late or redriven message can neither run a later job early nor run a finished one again.
 
-A side effect is marked on the job before the first external write. Before the mark a failure is retried
-with backoff (bounded, then the job fails); after it, only an answer from the provider that it did not act
-sends the job back; anything else (no answer, a crash) leaves the job `unknown`, and its lane waits.
+A side effect is marked on the job before the first external write. Before the mark a failure is retried with
+backoff (bounded, then the job fails); after it, only the provider's answer that it did not act sends the job
+back; anything else (no answer, a crash) leaves the job `unknown`, and its lane waits.
 
-An unknown job is settled by Herald wherever Feishu's own rules make a second try provably harmless: a send
-again with the job's `uuid` inside Feishu's one-hour window, an update written again while its lane is blocked
-behind it (docs/side-effects.md cites the rules; each try's evidence is kept on the job). A bounded number of
-tries; then, past the window, or on a refusal that proves nothing, the job waits for an operator.
-"""
+An unknown job is settled by Herald wherever Feishu's rules make a second try provably harmless: a send again
+with the job's `uuid` inside Feishu's one-hour window, an update written again while its lane is blocked behind
+it (docs/side-effects.md cites the rules; each try's evidence is kept on the job). After a bounded number of
+tries, past the window, or on a refusal that proves nothing, the job waits for an operator."""
 
 from __future__ import annotations
 
@@ -66,9 +65,8 @@ class DrainResult(StrEnum):
 class EventDispatcher:
     """Runs one lane's jobs, head first, until it is caught up, blocked, or must wait.
 
-    A drain that runs out of time after finishing jobs publishes a continuation nudge (`nudge`) and ends
-    well, rather than sending its message back: a long backlog would otherwise spend the message's receive
-    count (and dead-letter it) while the lane was making progress."""
+    A drain out of time after finishing jobs publishes a continuation nudge (`nudge`) and ends well, rather
+    than sending its message back: a long backlog would spend its receive count while making progress."""
 
     def __init__(
         self,
@@ -128,8 +126,8 @@ class EventDispatcher:
 
     def _attempt(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> bool | None:
         """Claim the head job and try it: delivered or settled (True), blocking (False), or to be read again
-        (None). A settling try takes its pace before its claim (which marks it); a delivery just before its
-        mark, so little runs between the chat's token and Feishu receiving the call."""
+        (None). A settling try takes its pace before its claim (which marks it); a delivery reserves its
+        call's moment after its claim and is marked while it waits for it."""
         settling = job.status is JobStatus.UNKNOWN
         if settling and job.event.target.key in allowed and not self._paced(job, remaining_ms):
             raise _WaitsForPace
@@ -188,9 +186,13 @@ class EventDispatcher:
         self._on_outcome(job, "superseded")
         return True
 
-    def _paced(self, job: Job, remaining_ms: Callable[[], int]) -> bool:
-        """The call's tokens are taken (the worker waited for them while its time allowed)."""
-        return not self._pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms)
+    def _paced(self, job: Job, remaining_ms: Callable[[], int], meanwhile: Callable[[], object] = lambda: None) -> bool:
+        """The call's moment reserved, `meanwhile` run, the moment come (waited for while the time allowed)."""
+        return not self._pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms, meanwhile)
+
+    def _mark(self, job: Job, marked: list[Job]) -> None:
+        at = self._clock()
+        marked.append(self._store.commit(job, job.marked(at), at))
 
     def _pause(self, lane: str, done: int, started_at: int, left: int) -> DrainResult:
         if done == started_at:
@@ -223,11 +225,11 @@ class EventDispatcher:
             self._messenger.tenant_access_token()  # before the mark: a token failure touches nothing
         except DeliveryError as exc:
             return self._not_done(job, exc)
-        if not self._paced(job, remaining_ms):  # back in the queue, untried
+        marked: list[Job] = []  # while its moment is waited for: only waking up comes between it and the call
+        if not self._paced(job, remaining_ms, lambda: self._mark(job, marked)):  # back in the queue, untried
             self._store.commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
             raise _WaitsForPace
-        marked_at = self._clock()
-        job = self._store.commit(job, job.marked(marked_at), marked_at)
+        job = marked[0]
         try:
             message_id, outcome = self._write_card(job, decision, current)
         except DeliveryError as exc:

@@ -1,8 +1,8 @@
 """External events, the pace of Herald's calls to Feishu: each card's send or update counts against its chat's
 (or person's) bucket and the app's (per second and per minute), shared by every worker through the
-governor (herald.limits.governor). A worker waits for its call's tokens (the service's messages wait
-behind it, in order); a rate-limit answer from Feishu slows the bucket it names. docs/side-effects.md
-cites each limit."""
+governor (herald.limits.governor), which reserves the call's moment in all of them at once. A worker waits
+for its call's moment (the lane's messages wait behind it, in order); a rate-limit answer from Feishu slows
+the bucket it names. docs/side-effects.md cites each limit."""
 
 from __future__ import annotations
 
@@ -28,10 +28,8 @@ class FeishuPace:
         self._app = f"feishu:{app_id}"
         self._limits = limits
 
-    def wait(self, target: Target, budget_ms: Callable[[], int]) -> int:
-        # The chat's token last, nearest the call: its limit is the tightest, so the less that runs between
-        # taking its token and Feishu receiving the call, the less the arrivals can bunch up.
-        return self._governor.take([*self._app_gates(), self._chat(target)], budget_ms)
+    def wait(self, target: Target, budget_ms: Callable[[], int], meanwhile: Callable[[], object]) -> int:
+        return self._governor.take([*self._app_gates(), self._chat(target)], budget_ms, meanwhile)
 
     def refused(self, target: Target, scope: str) -> None:
         for gate in [self._chat(target)] if scope == "chat" else self._app_gates():
@@ -51,7 +49,8 @@ class FeishuPace:
 class Unpaced:
     """No limits of Herald's own (Feishu's answers still stop a call it refuses)."""
 
-    def wait(self, target: Target, budget_ms: Callable[[], int]) -> int:
+    def wait(self, target: Target, budget_ms: Callable[[], int], meanwhile: Callable[[], object]) -> int:
+        meanwhile()
         return 0
 
     def refused(self, target: Target, scope: str) -> None:

@@ -51,9 +51,9 @@ class Messenger(Protocol):
 class Pace(Protocol):
     """Herald's calls to Feishu, kept under its published limits (herald.events.pacing)."""
 
-    def wait(self, target: Target, budget_ms: Callable[[], int]) -> int:
-        """Take a call's tokens to `target`, waiting for them while `budget_ms()` allows; the ms still to
-        wait when it does not (0: the call may go now)."""
+    def wait(self, target: Target, budget_ms: Callable[[], int], meanwhile: Callable[[], object]) -> int:
+        """Reserve a call's moment to `target`, run `meanwhile`, and wait for the moment while `budget_ms()`
+        allows; the ms still to wait when it does not (then `meanwhile` does not run; 0: the call may go)."""
         ...
 
     def refused(self, target: Target, scope: str) -> None:

@@ -4,14 +4,16 @@ bucket, written only over the version it was read at."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.exceptions import PutError, UpdateError
+from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
 from herald.limits.governor import Bucket
-from herald.tables import Database, IntAttribute, condition_failed, ttl
+from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, ttl
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -68,7 +70,8 @@ class BucketRow(Model):
 
 class DynamoBucketStore:
     def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
-        self._rows = Database(client).bind(BucketRow, table_name)
+        self._database = Database(client)
+        self._rows = self._database.bind(BucketRow, table_name)
 
     def read(self, name: str) -> Bucket:
         try:
@@ -77,7 +80,24 @@ class DynamoBucketStore:
             return Bucket()
         return Bucket(float(row.due_ms), float(row.cut_rate_per_s or 0), row.cut_at_ms or 0, row.version)
 
-    def write(self, name: str, bucket: Bucket, expires_at_s: int) -> bool:
+    def write(self, buckets: Mapping[str, Bucket], expires_at_s: int) -> bool:
+        """One bucket: a conditional put; several: one transaction of them."""
+        writes = [self._write(name, bucket, expires_at_s) for name, bucket in buckets.items()]
+        try:
+            if len(writes) == 1:
+                writes[0][0].save(condition=writes[0][1])
+            else:
+                self._database.transact(lambda transaction: _put_all(transaction, writes))
+        except PutError as error:
+            if condition_failed(error):
+                return False
+            raise
+        except Cancelled:
+            return False
+        return True
+
+    def _write(self, name: str, bucket: Bucket, expires_at_s: int) -> tuple[BucketRow, Condition]:
+        """The bucket's row, and its condition: stored at the version it was read at."""
         rows = self._rows
         row = rows(
             pk=BUCKET_PREFIX + name,
@@ -87,11 +107,9 @@ class DynamoBucketStore:
             version=bucket.version + 1,
             expires_at=ttl(expires_at_s),
         )
-        unchanged = rows.pk.does_not_exist() if not bucket.version else rows.version == bucket.version
-        try:
-            row.save(condition=unchanged)
-        except PutError as error:
-            if condition_failed(error):
-                return False
-            raise
-        return True
+        return row, rows.pk.does_not_exist() if not bucket.version else rows.version == bucket.version
+
+
+def _put_all(transaction: Transaction, writes: list[tuple[BucketRow, Condition]]) -> None:
+    for row, condition in writes:
+        transaction.put(row, condition)

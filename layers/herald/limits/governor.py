@@ -1,8 +1,9 @@
 """Outbound governors: Herald's calls to a provider kept under the provider's own published limits, across
 every Lambda instance. Each limit is a bucket kept in DynamoDB and paced as a generic cell rate algorithm:
-the bucket stores the theoretical time its next call is due (`due_ms`); a call is let through while that
-time is at most `burst - 1` intervals ahead of now, and pushes it one interval on. One read and one
-conditional write a call; a lost race reads again.
+the bucket stores the theoretical time its next call is due (`due_ms`); a call is let through once that
+time is at most `burst - 1` intervals ahead, and pushes it one interval on. A call reserves its moment in
+every bucket it counts against with one read of each and one conditional write of all; a lost race reads
+again.
 
 Every bucket runs below its published limit by `headroom` (a per-second limit paced with no burst; a
 per-minute one with a tenth of it as a burst, so no sliding minute holds more than the limit). A provider's
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -66,14 +67,16 @@ class Bucket:
         climbed = self.cut_rate_per_s + (now - self.cut_at_ms) / 1000 * full / limit.recovery_s
         return min(full, climbed)
 
-    def take(self, limit: BucketLimit, now: int) -> tuple[Bucket | None, int]:
-        """The bucket after one call now, or None and how long (ms) until one would pass."""
-        interval = 1000 / self.rate_per_s(limit, now)
-        due = max(self.due_ms, now)
-        early = due - now - (limit.burst - 1) * interval
-        if early >= 1:  # within a millisecond is due (times near 1.8e12 ms carry float rounding)
-            return None, max(1, math.ceil(early))
-        return replace(self, due_ms=due + interval), 0
+    def interval_ms(self, limit: BucketLimit, now: int) -> float:
+        return 1000 / self.rate_per_s(limit, now)
+
+    def earliest_ms(self, limit: BucketLimit, now: int) -> float:
+        """The first moment, now or later, at which the bucket lets a call through."""
+        return max(now, self.due_ms - (limit.burst - 1) * self.interval_ms(limit, now))
+
+    def taken(self, limit: BucketLimit, now: int, at_ms: float) -> Bucket:
+        """The bucket after a call reserved for `at_ms` (no earlier than `earliest_ms`)."""
+        return replace(self, due_ms=max(self.due_ms, at_ms) + self.interval_ms(limit, now))
 
     def refused(self, limit: BucketLimit, now: int, retry_after_ms: int = 0) -> Bucket:
         """A provider's rate-limit answer: half the rate now (never below SLOWEST_SHARE of the limit), and
@@ -87,9 +90,9 @@ class BucketStore(Protocol):
         """The bucket as stored (a fresh one if it was never used)."""
         ...
 
-    def write(self, name: str, bucket: Bucket, expires_at_s: int) -> bool:
-        """Store `bucket` if the stored one still has `bucket.version` (False if another instance wrote
-        first); the stored version becomes `bucket.version + 1`."""
+    def write(self, buckets: Mapping[str, Bucket], expires_at_s: int) -> bool:
+        """Store every bucket (by name), all or none: only if each stored one still has its `version` (False
+        if another instance wrote one first); each stored version becomes its `version + 1`."""
         ...
 
 
@@ -102,42 +105,68 @@ class Gate:
 
 
 class Governor:
-    """Takes a call's tokens from its buckets, waiting for them while the caller's time allows."""
+    """Reserves a call's moment in all its buckets at once, and waits for it while the caller's time allows.
+
+    A call is let through at one moment in every bucket it counts against (the chat's and the app's): the
+    earliest every one of them allows, written to all of them in one conditional write. Tokens taken one
+    bucket at a time would be held while the next was waited for, and the call would reach the provider
+    long after the first bucket counted it: calls then bunch up on arrival, over the very limit paced."""
 
     def __init__(self, store: BucketStore, clock: Clock = now_ms, sleep: Callable[[float], None] = time.sleep) -> None:
         self._store = store
         self._clock = clock
         self._sleep = sleep
 
-    def take(self, gates: Sequence[Gate], budget_ms: Callable[[], int] = lambda: 0) -> int:
-        """Take a token from each gate in turn, waiting for one while `budget_ms()` allows (a token taken is
-        kept while a later gate is waited for). 0 when the call may go now, else the ms it would still have
-        to wait: then it does not go, and the tokens it took are spent (a little capacity, never a call over
-        a limit)."""
-        for gate in gates:
-            if gate.limit.off:
-                continue
-            while wait := self._take_one(gate):
-                if wait > budget_ms():
-                    return wait
-                self._sleep(wait / 1000)
+    def take(
+        self,
+        gates: Sequence[Gate],
+        budget_ms: Callable[[], int] = lambda: 0,
+        meanwhile: Callable[[], object] = lambda: None,
+    ) -> int:
+        """Reserve the call's moment, run `meanwhile` (the caller's last step before the call), and wait for
+        the moment: 0 when the call may go now, else the ms it would still have to wait beyond `budget_ms()`
+        (then nothing is reserved, `meanwhile` does not run, and the call does not go). What `meanwhile`
+        does comes out of the wait instead of coming between the moment and the call."""
+        paced = [gate for gate in gates if not gate.limit.off]
+        while paced:
+            budget = budget_ms()
+            moment, wait = self._reserve(paced, budget)
+            if moment is None and wait > budget:
+                return wait
+            if moment is not None:
+                break
+            self._sleep(wait / 1000)  # lost every race: the buckets are contended right now
+        else:
+            moment = self._clock()
+        meanwhile()
+        if (left := moment - self._clock()) >= 1:  # times near 1.8e12 ms carry float rounding
+            self._sleep(math.ceil(left) / 1000)
         return 0
 
     def refused(self, gate: Gate, retry_after_ms: int = 0) -> None:
         """The provider answered a call through `gate` with its rate-limit code: slow that bucket down."""
-        self._update(gate, lambda bucket, now: (bucket.refused(gate.limit, now, retry_after_ms), 0))
-
-    def _take_one(self, gate: Gate) -> int:
-        return self._update(gate, lambda bucket, now: bucket.take(gate.limit, now))
-
-    def _update(self, gate: Gate, step: Callable[[Bucket, int], tuple[Bucket | None, int]]) -> int:
         for _ in range(_RACES):
             now = self._clock()
             bucket = self._store.read(gate.name)
-            after, wait = step(bucket, now)
-            if after is None:
-                return wait
-            expires_at_s = int(max(after.due_ms, now) / 1000) + 2 * gate.limit.per_seconds + 3600
-            if self._store.write(gate.name, after, expires_at_s):
-                return 0
-        return 1  # lost every race: the bucket is contended right now; ask again in a moment
+            after = bucket.refused(gate.limit, now, retry_after_ms)
+            if self._store.write({gate.name: after}, _expiry(after.due_ms, now, gate)):
+                return
+
+    def _reserve(self, gates: Sequence[Gate], budget_ms: int) -> tuple[float | None, int]:
+        """The moment reserved and the ms until it; or None and the ms until the earliest one, when that is
+        beyond the budget (or 1 when every race was lost)."""
+        for _ in range(_RACES):
+            now = self._clock()
+            buckets = {gate.name: self._store.read(gate.name) for gate in gates}
+            at = max(buckets[gate.name].earliest_ms(gate.limit, now) for gate in gates)
+            wait = math.ceil(at - now) if at - now >= 1 else 0
+            if wait > budget_ms:
+                return None, wait
+            after = {gate.name: buckets[gate.name].taken(gate.limit, now, at) for gate in gates}
+            if self._store.write(after, max(_expiry(after[gate.name].due_ms, now, gate) for gate in gates)):
+                return at, wait
+        return None, 1
+
+
+def _expiry(due_ms: float, now: int, gate: Gate) -> int:
+    return int(max(due_ms, now) / 1000) + 2 * gate.limit.per_seconds + 3600
