@@ -127,6 +127,44 @@ def cmd_fake_im(args: argparse.Namespace) -> int:
         time.sleep(0.1)
 
 
+def cmd_fake_app(args: argparse.Namespace) -> int:
+    """Another application on a provider fake (a tenant's own Tencent IM app or Feishu app), its secret the
+    local cloud's SSM SecureString `--secret-parameter` (made once, as an operator stores it in AWS; a run
+    again keeps it). Prints the app and the parameter's name, never the secret."""
+    import secrets
+    import urllib.request
+
+    import boto3
+
+    state = _local_state(args)
+    name = "/" + args.secret_parameter.lstrip("/")
+    ssm = boto3.client(
+        "ssm",
+        endpoint_url=state["aws_endpoint"],
+        region_name=state["region"],
+        aws_access_key_id="local",
+        aws_secret_access_key="local",  # noqa: S106 - the local emulator accepts any credentials
+    )
+    try:  # run again: the same secret (the functions keep the one they read for minutes)
+        secret = ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
+    except ssm.exceptions.ParameterNotFound:
+        secret = secrets.token_urlsafe(24)
+        ssm.put_parameter(Name=name, Value=secret, Type="SecureString")
+    if args.fake_command == "im-app":
+        fake, app = "tencent_im", {"sdk_app_id": args.sdk_app_id, "admin": args.admin, "secret_key": secret}
+    else:
+        fake, app = "feishu", {"app_id": args.app_id, "app_secret": secret}
+    request = urllib.request.Request(  # noqa: S310 - the local cloud's loopback fake
+        f"{state['fakes'][fake]}/__fake/apps",
+        data=json.dumps(app).encode(),
+        headers={"content-type": "application/json"},
+    )
+    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310 - the local cloud's loopback fake
+    shown = {key: value for key, value in app.items() if key not in ("secret_key", "app_secret")}
+    print(json.dumps({**shown, "secret_parameter": name}))
+    return 0
+
+
 def cmd_console(args: argparse.Namespace) -> int:
     """The console on its own: against the running local cloud, or a deployed stack (`--stack`)."""
     import uvicorn
@@ -221,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PARAMETER=VALUE",
-        help="store VALUE as the SSM SecureString a template parameter names (e.g. TencentImSecretKeyParameter)",
+        help="store VALUE as the SSM SecureString a template parameter names (e.g. TencentImSecretKeyParameter),"
+        " or, for a PARAMETER starting with /, the SecureString of that name (a tenant's secret)",
     )
     local.add_argument(
         "--tencent-im-port", type=int, default=_int_env("HERALD_TENCENT_IM_PORT", 8090), help="fake Tencent IM (0: any)"
@@ -276,9 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int, default=24 * 3600, help="seconds")
     token.set_defaults(run=cmd_token)
 
-    fake = commands.add_parser("fake", help="what the local cloud's provider fakes received").add_subparsers(
-        dest="fake_command", required=True
-    )
+    _fake_parsers(commands)
+    return parser
+
+
+def _fake_parsers(commands: Any) -> None:
+    fake = commands.add_parser(
+        "fake", help="the local cloud's provider fakes: what they received, and tenants' own apps on them"
+    ).add_subparsers(dest="fake_command", required=True)
     fake_im = fake.add_parser("im", help="wait for a message the fake Tencent IM received, and print it")
     fake_im.add_argument("--to", required=True, help="the receiving user id")
     fake_im.add_argument("--type", help="the custom message's data.type, e.g. im_confirm")
@@ -287,8 +331,19 @@ def build_parser() -> argparse.ArgumentParser:
     fake_im.add_argument("--wait", type=float, default=15.0, help="seconds to wait for it")
     _state_file_option(fake_im)
     fake_im.set_defaults(run=cmd_fake_im)
-
-    return parser
+    im_app = fake.add_parser("im-app", help="another Tencent IM app on the fake (a tenant's), its key in the local SSM")
+    im_app.add_argument("--sdk-app-id", type=int, required=True)
+    im_app.add_argument("--admin", default="administrator")
+    im_app.add_argument("--secret-parameter", required=True, help="the SSM SecureString to store its key as")
+    _state_file_option(im_app)
+    im_app.set_defaults(run=cmd_fake_app)
+    feishu_app = fake.add_parser(
+        "feishu-app", help="another Feishu app on the fake (a tenant's), its secret in the local SSM"
+    )
+    feishu_app.add_argument("--app-id", required=True)
+    feishu_app.add_argument("--secret-parameter", required=True, help="the SSM SecureString to store its secret as")
+    _state_file_option(feishu_app)
+    feishu_app.set_defaults(run=cmd_fake_app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -172,6 +172,8 @@ class LocalCloud:
             # Owner services run on this machine (the sample owner, tests' loopback owners): http to loopback.
             "HERALD_OWNER_CALLBACKS_HTTPS_ONLY": "false",
             "HERALD_OWNER_CALLBACKS_ALLOW_PRIVATE": "true",
+            # A tenant set, disabled or enabled with herald-ops reaches every function at once.
+            "HERALD_TENANT_CACHE_SECONDS": "0",
         }
         # Locally tokens are HS256 from `herald token`; issuer/audience apply when configured explicitly.
         unset = {"HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"}
@@ -196,10 +198,12 @@ class LocalCloud:
         }
 
     def _store_secrets(self) -> None:
-        """`--secret PARAMETER=VALUE`: the SSM SecureString the template parameter names, as in AWS."""
+        """`--secret PARAMETER=VALUE`: the SSM SecureString the template parameter names, as in AWS; a
+        PARAMETER that starts with `/` is the SecureString's own name (a tenant's secret)."""
         ssm = self.client("ssm")
         for parameter, value in self.config.secrets.items():
-            name = "/" + str(self.stack.parameter(parameter)).lstrip("/")
+            named = parameter if parameter.startswith("/") else str(self.stack.parameter(parameter))
+            name = "/" + named.lstrip("/")
             ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
             log.info("stored %s as the SecureString %s", parameter, name)
 

@@ -6,6 +6,7 @@
     herald-ops dlq list|peek|redrive|purge         dead-letter queues
     herald-ops confirms stuck|repair               confirms the janitor could not settle
     herald-ops owners list|disable|enable|release|transfer   owner services' registered business types
+    herald-ops tenants set|list|show|disable|enable   each app_code's own Tencent IM and Feishu apps
     herald-ops preflight --stack NAME              what a deploy still needs
 
 Installed with Herald's runtime and `click` and `PyYAML` only (`pip install '.[ops]'`): no emulator, no test
@@ -524,8 +525,110 @@ def owners_transfer(business_type: str, to_service: str, app: str | None, **wher
     return 0
 
 
+# ---------------------------------------------------------------------- tenants
+@cli.group(help="tenants: each app_code's own Tencent IM and Feishu apps (secrets stay in SSM)")
+def tenants() -> None:
+    pass
+
+
+def _tenants(stack: Stack) -> Any:
+    from herald.tenants.wiring import tenants as registry
+
+    return registry(stack.container)
+
+
+@tenants.command("set", help="register a tenant, or replace its registration (enabled stays as it was)")
+@click.argument("app_code")
+@click.option("--tencent-im-sdk-app-id", type=int, help="its own Tencent IM application (default: the stack's)")
+@click.option(
+    "--tencent-im-admin", default="administrator", show_default=True, help="the admin account Herald sends as"
+)
+@click.option("--tencent-im-secret-parameter", help="the SSM SecureString holding its key (under the tenants' prefix)")
+@click.option("--tencent-im-base-url", default="", help="default: the stack's")
+@click.option("--feishu-app-id", help="its own Feishu app (default: the stack's)")
+@click.option("--feishu-secret-parameter", help="the SSM SecureString holding its app secret")
+@click.option("--feishu-base-url", default="", help="default: the stack's")
+@click.option("--display-name", default="")
+@stack_options
+def tenants_set(
+    app_code: str,
+    tencent_im_sdk_app_id: int | None,
+    tencent_im_admin: str,
+    tencent_im_secret_parameter: str | None,
+    tencent_im_base_url: str,
+    feishu_app_id: str | None,
+    feishu_secret_parameter: str | None,
+    feishu_base_url: str,
+    display_name: str,
+    **where: Any,
+) -> int:
+    registry = _tenants(_stack(**where))
+    rules = registry.rules
+    try:
+        im = feishu = None
+        if tencent_im_sdk_app_id is not None or tencent_im_secret_parameter is not None:
+            if tencent_im_sdk_app_id is None or tencent_im_secret_parameter is None:
+                return _refused(
+                    "a tenant's own Tencent IM app needs --tencent-im-sdk-app-id and --tencent-im-secret-parameter"
+                )
+            im = rules.tencent_im(
+                tencent_im_sdk_app_id, tencent_im_admin, tencent_im_secret_parameter, tencent_im_base_url
+            )
+        if feishu_app_id is not None or feishu_secret_parameter is not None:
+            if feishu_app_id is None or feishu_secret_parameter is None:
+                return _refused("a tenant's own Feishu app needs --feishu-app-id and --feishu-secret-parameter")
+            feishu = rules.feishu(feishu_app_id, feishu_secret_parameter, feishu_base_url)
+        _line(registry.set(app_code, display_name, im, feishu).view())
+    except HeraldError as error:
+        return _refused(error.message)
+    return 0
+
+
+@tenants.command("list", help="every registered tenant (never a secret: only the names of their SSM parameters)")
+@stack_options
+def tenants_list(**where: Any) -> int:
+    for tenant in _tenants(_stack(**where)).all():
+        _line(tenant.view())
+    return 0
+
+
+@tenants.command("show", help="one tenant as registered")
+@click.argument("app_code")
+@stack_options
+def tenants_show(app_code: str, **where: Any) -> int:
+    try:
+        _line(_tenants(_stack(**where)).show(app_code).view())
+    except HeraldError as error:
+        return _refused(error.message)
+    return 0
+
+
+def _switch_tenant(app_code: str, enabled: bool, where: dict[str, Any]) -> int:
+    try:
+        _line(_tenants(_stack(**where)).switch(app_code, enabled).view())
+    except HeraldError as error:
+        return _refused(error.message)
+    return 0
+
+
+@tenants.command("disable", help="refuse the tenant's requests (403 tenant_disabled); its deliveries wait")
+@click.argument("app_code")
+@stack_options
+def tenants_disable(app_code: str, **where: Any) -> int:
+    return _switch_tenant(app_code, False, where)
+
+
+@tenants.command("enable", help="serve a disabled tenant again (its waiting deliveries resume)")
+@click.argument("app_code")
+@stack_options
+def tenants_enable(app_code: str, **where: Any) -> int:
+    return _switch_tenant(app_code, True, where)
+
+
 # ---------------------------------------------------------------------- preflight
-@cli.command("preflight", help="what a deployed stack needs: SSM secrets, identity provider, ids")
+@cli.command(
+    "preflight", help="what a deployed stack needs: SSM secrets (its own, its tenants'), identity provider, ids"
+)
 @stack_options
 def preflight_command(**where: Any) -> int:
     from herald_ops.preflight import preflight
@@ -533,10 +636,23 @@ def preflight_command(**where: Any) -> int:
     stack = _stack(**where)
     if not stack.name:
         return _refused("preflight checks a deployed stack: pass --stack NAME")
-    findings = preflight(stack.name, stack.client("cloudformation"), stack.client("ssm"), stack.client("kms"))
+    findings = preflight(
+        stack.name, stack.client("cloudformation"), stack.client("ssm"), stack.client("kms"), _registered(stack)
+    )
     for finding in findings:
         _line(finding.to_dict())
     return 0 if all(finding.ok for finding in findings) else 1
+
+
+def _registered(stack: Stack) -> list[Any]:
+    """The stack's registered tenants (none when the stack is missing or has no tenants table yet)."""
+    from herald.tenants.dynamo import DynamoTenantStore
+
+    try:
+        table = stack.physical_ids.get("TenantsTable")
+    except Exception:
+        return []
+    return DynamoTenantStore(table, stack.client("dynamodb")).all() if table else []
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,8 @@
 stack's own parameters, one finding a line. Nothing is changed.
 
 * the stack exists and is in a settled state;
-* the SSM SecureStrings the functions read (Tencent IM secret key, Feishu app secret) exist as SecureStrings;
+* the SSM SecureStrings the functions read (Tencent IM secret key, Feishu app secret) exist as SecureStrings,
+  and so do those of every registered tenant's own apps;
 * the identity provider: `JwtIssuer` is not the placeholder, its OpenID discovery document names the same
   issuer, and its key set holds an RSA signing key (API Gateway's JWT authorizer verifies RSA only);
 * the provider ids are set (Tencent IM SDKAppID, Feishu app id);
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from herald.auth.tokens import DISCOVERY_PATH
+from herald.tenants.models import Tenant
 
 PLACEHOLDER_ISSUER = "https://auth.example.invalid/"
 SETTLED = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE")
@@ -37,7 +40,9 @@ def _fetch_json(url: str) -> Any:
         return json.loads(response.read())
 
 
-def preflight(stack_name: str, cloudformation: Any, ssm: Any, kms: Any) -> list[Finding]:
+def preflight(
+    stack_name: str, cloudformation: Any, ssm: Any, kms: Any, tenants: Iterable[Tenant] = ()
+) -> list[Finding]:
     try:
         (stack,) = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
     except Exception as exc:  # the stack is missing or unreadable: nothing else can be checked
@@ -52,6 +57,15 @@ def preflight(stack_name: str, cloudformation: Any, ssm: Any, kms: Any) -> list[
         findings.append(Finding(key, value != unset, f"{key} = {value!r}" + (" (not set)" if value == unset else "")))
     if parameters.get("KmsKeyArn"):
         findings.append(_customer_key(kms, parameters["KmsKeyArn"]))
+    for tenant in tenants:
+        if tenant.tencent_im is not None:
+            findings.append(
+                _secure_string(ssm, f"{tenant.app_code}: Tencent IM key", tenant.tencent_im.secret_parameter)
+            )
+        if tenant.feishu is not None:
+            findings.append(
+                _secure_string(ssm, f"{tenant.app_code}: Feishu app secret", tenant.feishu.secret_parameter)
+            )
     return findings
 
 

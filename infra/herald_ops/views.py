@@ -27,6 +27,13 @@ def blocked_services(stack: Stack, only_unknown: bool = False) -> list[dict[str,
     return rows
 
 
+def tenants(stack: Stack) -> list[dict[str, Any]]:
+    """Each registered tenant as an operator sees it: its apps (never a secret) and whether it is enabled."""
+    from herald.tenants.wiring import tenants as registry
+
+    return [tenant.view() for tenant in registry(stack.container).all()]
+
+
 def stuck_confirms(stack: Stack, grace_s: int) -> list[dict[str, Any]]:
     """Confirms the janitor did not settle, and pushes that failed for good."""
     from herald.confirms.models import view

@@ -103,6 +103,14 @@ class Settings:
     # One call to an owner, connect to last byte (a total deadline, not per read).
     owner_call_total_ms: int = int(budgets.OWNER_CALL_TOTAL_S * 1000)
 
+    # Tenants (herald-ops tenants): each app_code's own Tencent IM and Feishu apps. "" : no registry (every
+    # tenant uses the stack's apps). When registration is required, an app_code that is not registered and
+    # enabled is refused (403) before anything else is read or written; a disabled tenant always is.
+    tenants_table: str = ""
+    require_registered_tenants: bool = False
+    tenant_secrets_prefix: str = "herald/tenants"  # the only SSM path a tenant's secret may be under
+    tenant_cache_seconds: int = 30  # how long a function keeps a tenant it read (a change reaches it within)
+
     # Tencent IM. The secret key comes from SSM (the parameter's name) in AWS, or directly locally.
     tencent_im_base_url: str = "https://console.tim.qq.com"
     tencent_im_sdk_app_id: int = 0

@@ -267,6 +267,25 @@ def test_operate_an_unknown_job_blocks_its_lane_and_resolving_it_on_the_page_dra
     until(lambda: cards(chat) == [f"{service} #0", f"{service} #1"], what="the event behind it delivered")
 
 
+def test_operate_a_registered_tenant_is_listed_with_its_apps_and_state_and_never_a_secret(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    from herald.tenants.models import TencentImApp
+    from herald.tenants.wiring import tenants
+
+    app_code = f"shop-{secrets.token_hex(3)}"
+    registry = tenants(Stack(None, None, None, cloud.state_file, DEFAULT_TEMPLATE).container)
+    registry.set(app_code, "The Shop", TencentImApp(1400000999, "administrator", "/herald/tenants/shop/im"), None)
+    registry.switch(app_code, enabled=False)
+    panel(browser, console, "operate")
+    shown = until(
+        lambda: next(r for r in browser.find_elements(By.CSS_SELECTOR, "#tenants tbody tr") if app_code in r.text),
+        what="the registered tenant",
+    )
+    assert "The Shop" in shown.text and "disabled" in shown.text
+    assert "1400000999 (/herald/tenants/shop/im)" in shown.text and "the stack's" in shown.text
+
+
 def test_sessions_a_queued_message_is_shown_with_its_position_and_its_sender_cancels_it(
     cloud: LocalCloudProcess, console: str, browser: WebDriver
 ) -> None:

@@ -8,6 +8,7 @@ import os
 import signal
 from collections.abc import Iterator
 
+import boto3
 import httpx
 import pytest
 
@@ -31,6 +32,7 @@ TURNS = "BOB=$(.venv/bin/herald token --user 10002)"
 KEYS = "OLD=$(.venv/bin/herald-ops keys create --service reports"
 OWNER_SERVICE = "ADMIN=$(.venv/bin/herald token --user 10001)"
 SDK = "PARTNER=$(.venv/bin/herald-ops keys create --service sdk-demo"
+TENANTS = ".venv/bin/herald fake im-app --sdk-app-id 1400000002"
 OWN_PROVIDER = ".venv/bin/herald local --parameter TencentImBaseUrl=http://127.0.0.1:9000"  # its own test module
 
 
@@ -52,7 +54,7 @@ def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def test_the_readme_has_no_command_block_this_test_does_not_run_or_explain() -> None:
-    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK)
+    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK, TENANTS)
     unknown = [first for first in BLOCKS if first not in NOT_RUN_HERE and not first.startswith(starts)]
     assert unknown == []
     assert all(block(start) for start in starts)  # each known block is there, once
@@ -127,3 +129,23 @@ def test_service_keys_as_written(make_dev: None) -> None:
     output = run_block(block(KEYS))
     listed = json_values(output)
     assert any(key["service_id"] == "reports" for key in listed), output
+
+
+def test_several_apps_on_one_stack_as_written(make_dev: None) -> None:
+    for _ in range(2):  # a second run keeps the app's key, and finds its own push
+        output = run_block(block(TENANTS))
+        values = json_values(output)
+        (push,) = [v for v in values if "msg_key" in v]
+        assert push["sdk_app_id"] == 1400000002 and push["data"]["type"] == "im_confirm", output
+        assert any(v.get("app_code") == "shop" and v.get("enabled") is False for v in values), output
+        refused = [v for v in values if v.get("code") == "PERMISSION_DENIED"]
+        assert [r["data"]["reason"] for r in refused] == ["tenant_disabled"], output
+        assert values[-1]["app_code"] == "shop" and values[-1]["enabled"] is True
+    key = boto3.client(
+        "ssm",
+        endpoint_url=json.loads(DEV_STATE.read_text())["aws_endpoint"],
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    ).get_parameter(Name="/herald/tenants/shop/tencent-im-key", WithDecryption=True)["Parameter"]["Value"]
+    assert key not in output

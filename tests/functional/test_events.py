@@ -17,10 +17,13 @@ from fastapi.testclient import TestClient
 from herald_ops.template import StackTemplate
 
 from herald.auth.service_keys import ServiceKeys
-from herald.clock import now_ms
+from herald.clock import Clock, now_ms
+from herald.container import current
 from herald.errors import Conflict
-from herald.events.models import ExternalEvent, JobStatus, Lane, Target
+from herald.events.dynamo import DynamoEventStore
+from herald.events.models import ExternalEvent, Job, JobStatus, Lane, Target
 from herald.events.wiring import event_store, operations
+from herald.tables import Cancelled
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.sqs_source import sqs_record
 from tests.support.container import reconfigure
@@ -144,6 +147,23 @@ def test_concurrent_intake_gives_each_event_its_own_sequence_in_commit_order(par
     assert sorted(job.event.event_id for job in jobs if job) == sorted(f"evt-{n}" for n in range(40))
     received = [job.received_at_ms for job in jobs if job]
     assert received == sorted(received)
+
+
+def test_a_lane_too_contended_to_take_a_sequence_is_503_with_retry_after_and_stores_nothing(partner: Partner) -> None:
+    """Posters racing for one lane's counter each retry; one that loses every race is told to come back
+    (found by delivery_at_limits: twenty posters at once to one service got a 500)."""
+
+    class ContendedStore(DynamoEventStore):
+        def _append_once(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
+            raise Cancelled(frozenset())  # another poster's commit took the counter first, every time
+
+    settings = current().settings
+    contended: DynamoEventStore = ContendedStore(settings.events_table, append_attempts=3)
+    current().override(event_store, contended)
+    answer = partner.post("evt-contended")
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["code"] == "UNAVAILABLE" and answer.headers["Retry-After"] == "1"
+    assert DynamoEventStore(settings.events_table).head("scheduler").next_seq == 0
 
 
 # ---------------------------------------------------------------------------------------------- delivery

@@ -13,6 +13,8 @@ import yaml
 from herald_ops.cli import main
 from moto import mock_aws
 
+from herald.tenants.dynamo import DynamoTenantStore
+from herald.tenants.models import FeishuApp, Tenant, TencentImApp
 from herald_dev.fakes.jwks import FakeJwks
 
 STACK = "herald-prod"
@@ -25,11 +27,18 @@ def jwks() -> Iterator[FakeJwks]:
     fake.stop()
 
 
-def _stack(parameters: dict[str, str]) -> None:
-    template = {
-        "Parameters": {name: {"Type": "String"} for name in parameters},
-        "Resources": {"Marker": {"Type": "AWS::SQS::Queue"}},
-    }
+def _stack(parameters: dict[str, str], with_tenants_table: bool = False) -> None:
+    resources: dict[str, Any] = {"Marker": {"Type": "AWS::SQS::Queue"}}
+    if with_tenants_table:
+        resources["TenantsTable"] = {
+            "Type": "AWS::DynamoDB::Table",
+            "Properties": {
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [{"AttributeName": "app_code", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "app_code", "KeyType": "HASH"}],
+            },
+        }
+    template = {"Parameters": {name: {"Type": "String"} for name in parameters}, "Resources": resources}
     boto3.client("cloudformation").create_stack(
         StackName=STACK,
         TemplateBody=yaml.safe_dump(template),
@@ -149,3 +158,26 @@ def test_a_customer_key_must_be_enabled_and_usable_by_dynamodb(
         code, findings = _run(capsys)
     assert findings["KmsKeyArn"]["ok"] is ok and says in findings["KmsKeyArn"]["detail"]
     assert code == (0 if ok else 1)
+
+
+def test_each_registered_tenants_own_secrets_are_checked_too(
+    jwks: FakeJwks, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with mock_aws():
+        _stack(_parameters(jwks.issuer), with_tenants_table=True)
+        ssm = boto3.client("ssm")
+        for name in ("tencent-im-secret-key", "feishu-app-secret"):
+            ssm.put_parameter(Name=f"/herald/prod/{name}", Type="SecureString", Value="s3cret")
+        ssm.put_parameter(Name="/herald/tenants/acme/im", Type="SecureString", Value="acme-s3cret")
+        resources = boto3.client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
+        (table,) = [r["PhysicalResourceId"] for r in resources if r["LogicalResourceId"] == "TenantsTable"]
+        acme = Tenant(
+            "acme",
+            tencent_im=TencentImApp(1400000777, "admin", "/herald/tenants/acme/im"),
+            feishu=FeishuApp("cli_acme", "/herald/tenants/acme/feishu"),
+        )
+        DynamoTenantStore(table).put(acme)
+        code, findings = _run(capsys)
+    assert code == 1
+    assert findings["acme: Tencent IM key"]["ok"] and not findings["acme: Feishu app secret"]["ok"]
+    assert "acme-s3cret" not in json.dumps(findings)

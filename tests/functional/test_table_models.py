@@ -21,6 +21,7 @@ from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow
 from herald.limits.dynamo import BucketRow, WindowRow
 from herald.owners.dynamo import RegistrationRow
 from herald.realtime.dynamo import ConnectionRow
+from herald.tenants.dynamo import TenantRow
 from herald.turns.dynamo import AgentRow, EventRow, MessageRow, SessionRow
 
 MODELS: dict[str, list[type[Model]]] = {
@@ -31,6 +32,7 @@ MODELS: dict[str, list[type[Model]]] = {
     "InboxTable": [NotificationRow, CounterRow, PreferencesRow, TombstoneRow, DedupRow],
     "ConfirmsTable": [ConfirmRow, ConfirmSourceRow, ConfirmBusinessRow],
     "OwnersTable": [RegistrationRow],
+    "TenantsTable": [TenantRow],
     "DeliveriesTable": [DeliveryRow],
     "TurnsTable": [SessionRow, AgentRow, MessageRow, EventRow],
     "ExternalEventsTable": [JobRow, HeadRow, EventRecordRow, CardRow],

@@ -26,6 +26,8 @@ from herald.events.models import (
 )
 from herald.limits.governor import Bucket
 from herald.realtime.models import Connection
+from herald.tenants.models import Tenant, TenantRules
+from herald.tenants.service import Tenants
 from herald.turns.models import (
     AgentTurns,
     Change,
@@ -483,3 +485,26 @@ class InMemoryBucketStore:
         for name, bucket in buckets.items():
             self.buckets[name] = dataclasses.replace(bucket, version=bucket.version + 1)
         return True
+
+
+class InMemoryTenantStore:
+    """The tenant registry in memory."""
+
+    def __init__(self) -> None:
+        self.tenants: dict[str, Tenant] = {}
+
+    def get(self, app_code: str) -> Tenant | None:
+        return self.tenants.get(app_code)
+
+    def put(self, tenant: Tenant) -> None:
+        self.tenants[tenant.app_code] = tenant
+
+    def all(self) -> list[Tenant]:
+        return list(self.tenants.values())
+
+
+def tenants_in_memory(required: bool = False, clock: Callable[[], int] = lambda: 0) -> Tenants:
+    """A registry of no tenant yet (every app_code uses the stack's providers unless `required`)."""
+    return Tenants(
+        InMemoryTenantStore(), TenantRules("herald/tenants", https_only=False), required=required, clock=clock
+    )

@@ -12,7 +12,25 @@ from herald.auth.models import Principal
 from herald.errors import RateLimited
 from herald.realtime.handlers import handle_websocket_event
 from herald.realtime.service import TOO_MANY_CONNECTIONS, Realtime
+from herald.tenants.models import TenantDisabled
 from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher, InMemoryUserAdmission
+
+
+def admit_every_tenant(app_code: str) -> None:
+    return None
+
+
+class Verifier:
+    def verify(self, token: str) -> Principal:
+        return Principal("10002", "lalu")
+
+
+VERIFIER: Any = Verifier()  # a verifier's one method, without the JWT machinery
+
+
+def event(route: str, connection_id: str, **extra: Any) -> dict[str, Any]:
+    context = {"routeKey": route, "connectionId": connection_id}
+    return {"requestContext": context, "queryStringParameters": {"token": "t"}, **extra}
 
 
 def _realtime() -> tuple[Realtime, InMemoryConnectionRegistry, InMemoryPusher]:
@@ -86,8 +104,9 @@ def test_the_deployed_default_route_answers_any_malformed_frame_with_an_error_fr
     realtime.connect("c1", Principal("10002", "lalu"))
     answer = handle_websocket_event(
         {**event, "requestContext": {"routeKey": "$default", "connectionId": "c1"}},
-        verifier=None,  # type: ignore[arg-type]
+        verifier=VERIFIER,
         realtime=realtime,
+        admit=admit_every_tenant,
     )
     assert answer["statusCode"] == 200
     (sent,) = [json.loads(data) for _, data in pusher.sent]
@@ -127,17 +146,9 @@ def test_a_rate_limited_connect_is_refused_with_429_and_a_limited_frame_gets_an_
     registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
     realtime = Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission(limit=1), clock=lambda: 1)
 
-    class Verifier:
-        def verify(self, token: str) -> Principal:
-            return Principal("10002", "lalu")
-
-    def event(route: str, connection_id: str, **extra: Any) -> dict[str, Any]:
-        context = {"routeKey": route, "connectionId": connection_id}
-        return {"requestContext": context, "queryStringParameters": {"token": "t"}, **extra}
-
-    assert handle_websocket_event(event("$connect", "c1"), Verifier(), realtime)["statusCode"] == 200  # type: ignore[arg-type]
-    assert handle_websocket_event(event("$connect", "c2"), Verifier(), realtime)["statusCode"] == 429  # type: ignore[arg-type]
-    handle_websocket_event(event("$default", "c1", body='{"action":"ping"}'), Verifier(), realtime)  # type: ignore[arg-type]
+    assert handle_websocket_event(event("$connect", "c1"), VERIFIER, realtime, admit_every_tenant)["statusCode"] == 200
+    assert handle_websocket_event(event("$connect", "c2"), VERIFIER, realtime, admit_every_tenant)["statusCode"] == 429
+    handle_websocket_event(event("$default", "c1", body='{"action":"ping"}'), VERIFIER, realtime, admit_every_tenant)
     (frame,) = [json.loads(data) for _, data in pusher.sent]
     assert frame["type"] == "error" and frame["code"] == "RATE_LIMITED"
 
@@ -157,3 +168,15 @@ def test_a_users_connections_are_pushed_side_by_side() -> None:
     for n in range(10):
         realtime.connect(f"c{n}", Principal("10002", "lalu"))
     assert realtime.push_to_user("lalu", "10002", {"type": "inbox_updated"}) == 10
+
+
+def test_a_connect_for_a_tenant_the_stack_refuses_is_403_and_opens_no_connection() -> None:
+    realtime, registry, _ = _realtime()
+
+    def admit(app_code: str) -> None:
+        raise TenantDisabled(app_code)
+
+    answer = handle_websocket_event(event("$connect", "c1"), VERIFIER, realtime, admit)
+    assert answer["statusCode"] == 403
+    assert not registry.connections
+    assert handle_websocket_event(event("$connect", "c2"), VERIFIER, realtime, admit_every_tenant)["statusCode"] == 200

@@ -109,17 +109,16 @@ def test_an_unreachable_server_is_retryable() -> None:
     assert error.value.retryable
 
 
-def test_the_admin_user_sig_is_reused_across_sends(fake: FakeTencentIm) -> None:
-    calls: list[int] = []
-
-    def key() -> str:
-        calls.append(1)
-        return fake.secret_key
-
-    client = TencentImClient(fake.url, fake.sdk_app_id, fake.admin, key)
+def test_the_admin_user_sig_is_reused_across_sends_and_made_again_when_the_key_is_rotated(fake: FakeTencentIm) -> None:
+    keys = [fake.secret_key]
+    client = TencentImClient(fake.url, fake.sdk_app_id, fake.admin, lambda: keys[-1])
     for _ in range(3):
         client.send(MESSAGE)
-    assert len(calls) == 1 and len(fake.messages) == 3
+    assert len({message["usersig"] for message in fake.messages}) == 1
+    fake.add_app(fake.sdk_app_id, fake.admin, "rotated-key")  # the app's key rotated, and so did the secret's value
+    keys.append("rotated-key")
+    client.send(MESSAGE)  # signed with the new key at once, not refused until the old signature expires
+    assert len(fake.messages) == 4 and fake.messages[-1]["usersig"] != fake.messages[0]["usersig"]
 
 
 def test_a_sent_message_is_found_in_the_pairs_history_by_its_msg_random(fake: FakeTencentIm) -> None:

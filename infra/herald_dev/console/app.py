@@ -146,7 +146,7 @@ def create_console(stack: Stack, extra_host: str | None = None) -> FastAPI:
 
 
 def operate_routes(stack: Stack) -> APIRouter:
-    """Operate: `herald-ops`' operations on the stack (DLQs, blocked services, stuck confirms)."""
+    """Operate: `herald-ops`' operations on the stack (DLQs, blocked services, stuck confirms, tenants)."""
     router = APIRouter()
 
     @router.get("/console/operate")
@@ -165,6 +165,7 @@ def operate_routes(stack: Stack) -> APIRouter:
             "dlqs": dlqs,
             "blocked": views.blocked_services(stack),
             "stuck": views.stuck_confirms(stack, grace_s=0),
+            "tenants": views.tenants(stack),
         }
 
     @router.post("/console/dlq/{name}/{step}")

@@ -19,6 +19,11 @@ done). POST /__fake/limits {"app_per_second": 50, "chat_per_second": 5, "latency
 message limits as Feishu does (over the app's: HTTP 429 `99991400`; over one chat's or person's: `230020`;
 nothing done) and answers every send and update that late (benchmarks). GET /__fake/messages, GET
 /__fake/stats (token requests, sends, updates, refusals by limit), DELETE /__fake/messages.
+
+Several apps (tenants): POST /__fake/apps {"app_id", "app_secret"} adds one; a token is its app's, and each
+card records the app it came through (`app_id`). POST /__fake/outage {"app_id": "cli_x", "status": 503}
+answers every call of that app (its token requests, and calls with its tokens) with that status until it is
+set to 0.
 """
 
 from __future__ import annotations
@@ -62,7 +67,9 @@ class FakeFeishu(LoopbackFake):
         self.messages: dict[str, dict[str, Any]] = {}  # message_id -> message (with its content history)
         self.log: list[dict[str, Any]] = []  # every accepted send/update, in arrival order
         self.stats = {"token_requests": 0, "sends": 0, "updates": 0, "refused": 0}
-        self._tokens: dict[str, float] = {}
+        self.apps: dict[str, str] = {app_id: app_secret}  # app id -> its secret
+        self.outages: dict[str, int] = {}  # app id -> the HTTP status its every call is answered with
+        self._tokens: dict[str, tuple[float, str]] = {}  # token -> (expires at, its app)
         self._uuids: dict[str, tuple[str, float]] = {}  # uuid -> (message id, when it was sent)
         self._faults: deque[dict[str, Any]] = deque()
         self._chaos: tuple[float, random.Random] | None = None
@@ -72,6 +79,23 @@ class FakeFeishu(LoopbackFake):
     def queue_faults(self, *faults: dict[str, Any]) -> None:
         with self._lock:
             self._faults.extend(faults)
+
+    def add_app(self, app_id: str, app_secret: str) -> None:
+        with self._lock:
+            self.apps[app_id] = app_secret
+
+    def set_outage(self, app_id: str, status: int) -> None:
+        """Every call of that app answered with `status` (0: the outage is over)."""
+        with self._lock:
+            if status:
+                self.outages[app_id] = status
+            else:
+                self.outages.pop(app_id, None)
+
+    def _outage(self, app_id: str) -> Response | None:
+        with self._lock:
+            status = self.outages.get(app_id)
+        return _error(status, "this app is out of service", status) if status else None
 
     def revoke_tokens(self) -> None:
         """Every issued token becomes invalid (as after a secret rotation)."""
@@ -117,6 +141,14 @@ class FakeFeishu(LoopbackFake):
             per_second = {kind: int(limits.get(f"{kind}_per_second", 0)) for kind in ("app", "chat")}
             self.limits.configure(per_second, int(limits.get("latency_ms", 0)))
             return 200, {"ok": True}, _JSON
+        if request.path == "/__fake/apps" and request.method == "POST":
+            app = request.json() or {}
+            self.add_app(str(app["app_id"]), str(app["app_secret"]))
+            return 200, {"ok": True}, _JSON
+        if request.path == "/__fake/outage" and request.method == "POST":
+            outage = request.json() or {}
+            self.set_outage(str(outage["app_id"]), int(outage.get("status", 0)))
+            return 200, {"ok": True}, _JSON
         if request.path == "/__fake/revoke-tokens" and request.method == "POST":
             self.revoke_tokens()
             return 200, {"ok": True}, _JSON
@@ -141,22 +173,29 @@ class FakeFeishu(LoopbackFake):
         if fault is not None:
             return _error(int(fault.get("code", 99991400)), "injected token failure", int(fault.get("status", 503)))
         body = request.json() or {}
-        if body.get("app_id") != self.app_id or body.get("app_secret") != self.app_secret:
+        app_id = str(body.get("app_id", ""))
+        if outage := self._outage(app_id):
+            return outage
+        with self._lock:
+            known = app_id in self.apps and body.get("app_secret") == self.apps[app_id]
+        if not known:
             return _error(10014, "app secret invalid")
         token = f"t-{secrets.token_hex(16)}"
         with self._lock:
-            self._tokens[token] = time.time() + self.token_ttl_s
+            self._tokens[token] = (time.time() + self.token_ttl_s, app_id)
         return 200, {"code": 0, "msg": "ok", "tenant_access_token": token, "expire": self.token_ttl_s}, _JSON
 
     def _authorized(self, request: Request, then: Any) -> Response:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         with self._lock:
-            expires = self._tokens.get(token) if scheme == "Bearer" else None
-        if expires is None or expires < time.time():
+            issued = self._tokens.get(token) if scheme == "Bearer" else None
+        if issued is None or issued[0] < time.time():
             return _error(
                 99991663, "Invalid access token for authorization. Please make a request with token attached."
             )
-        return then(request)  # type: ignore[no-any-return]
+        if outage := self._outage(issued[1]):
+            return outage
+        return then(request, issued[1])  # type: ignore[no-any-return]
 
     @staticmethod
     def _card(content: Any) -> dict[str, Any] | str:
@@ -171,7 +210,7 @@ class FakeFeishu(LoopbackFake):
             return "an interactive card needs elements"
         return card
 
-    def _send(self, request: Request) -> Response:
+    def _send(self, request: Request, app_id: str) -> Response:
         receive_id_type = request.query.get("receive_id_type", "")
         if receive_id_type not in RECEIVE_ID_TYPES:
             return _error(230001, f"invalid receive_id_type {receive_id_type!r}")
@@ -186,7 +225,7 @@ class FakeFeishu(LoopbackFake):
             with self._lock:
                 self.stats["refused"] += 1
             return _error(int(fault.get("code", 99991400)), "injected failure", int(fault.get("status", 400)))
-        over = self._over_limit(str(body["receive_id"]))
+        over = self._over_limit(app_id, str(body["receive_id"]))
         if over is not None:
             return over
         uuid = str(body.get("uuid") or "")
@@ -201,6 +240,7 @@ class FakeFeishu(LoopbackFake):
                 "receive_id": body["receive_id"],
                 "uuid": uuid,
                 "cards": [card],
+                "app_id": app_id,
             }
             self.messages[message_id] = message
             if uuid:
@@ -210,9 +250,9 @@ class FakeFeishu(LoopbackFake):
         log.info("Feishu card -> %s %s: %s", receive_id_type, body["receive_id"], self._title(card))
         return self._answer(fault, {"code": 0, "msg": "success", "data": {"message_id": message_id}})
 
-    def _over_limit(self, receive_id: str) -> Response | None:
+    def _over_limit(self, app_id: str, receive_id: str) -> Response | None:
         """Feishu's answer to a send or update over its rate limits (nothing done), or None."""
-        over = self.limits.admit({"app": self.app_id, "chat": receive_id})
+        over = self.limits.admit({"app": app_id, "chat": f"{app_id}:{receive_id}"})
         if over == "app":
             return _error(99991400, "request trigger frequency limit", 429)
         if over == "chat":
@@ -230,14 +270,14 @@ class FakeFeishu(LoopbackFake):
             return 500, "internal error", "text/plain"
         return 200, done, _JSON
 
-    def _update(self, request: Request) -> Response:
+    def _update(self, request: Request, app_id: str) -> Response:
         message_id = request.path.rsplit("/", 1)[-1]
         card = self._card((request.json() or {}).get("content"))
         if isinstance(card, str):
             return _error(230001, card)
         with self._lock:
             message = self.messages.get(message_id)
-        if message is None:
+        if message is None or message["app_id"] != app_id:  # an app updates only the messages it sent
             return _error(230011, "message not found")
         if not all(c.get("config", {}).get("update_multi") for c in (message["cards"][0], card)):
             return _error(230099, "only shared cards (config.update_multi) can be updated")
@@ -246,7 +286,7 @@ class FakeFeishu(LoopbackFake):
             with self._lock:
                 self.stats["refused"] += 1
             return _error(int(fault.get("code", 99991400)), "injected failure", int(fault.get("status", 400)))
-        over = self._over_limit(str(message["receive_id"]))
+        over = self._over_limit(app_id, str(message["receive_id"]))
         if over is not None:
             return over
         with self._lock:
@@ -267,6 +307,7 @@ class FakeFeishu(LoopbackFake):
             "receive_id": message["receive_id"],
             "title": self._title(card),
             "card": card,
+            "app_id": message["app_id"],
             "at_ms": time.time_ns() // 1_000_000,
         }
 

@@ -9,6 +9,11 @@ Also `admin_getroammsg` over what it received (one page). Control API (tests): G
 DELETE /__fake/messages, POST /__fake/faults [{...}], GET /__fake/stats, and POST /__fake/limits
 {"sendmsg_per_second": 200, "latency_ms": 100}: `sendmsg` over that many calls a second for the app is refused
 with `60011` (nothing sent) and every send is answered that late (benchmarks).
+
+Several IM applications, as Tencent hosts them (tenants): POST /__fake/apps {"sdk_app_id", "admin",
+"secret_key"} adds one, each checked against its own key; each message records the SDKAppID it came through.
+POST /__fake/outage {"sdk_app_id": N, "status": 503} answers every call of that app with that status until
+it is set to 0 (one app's outage).
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ class FakeTencentIm(LoopbackFake):
         self.sdk_app_id = sdk_app_id
         self.admin = admin
         self.secret_key = secret_key
+        self.apps: dict[int, tuple[str, str]] = {sdk_app_id: (admin, secret_key)}  # SDKAppID -> (admin, key)
+        self.outages: dict[int, int] = {}  # SDKAppID -> the HTTP status its every call is answered with
         self.messages: list[dict[str, Any]] = []
         self.requests = 0
         self._faults: deque[dict[str, Any]] = deque()
@@ -53,6 +60,18 @@ class FakeTencentIm(LoopbackFake):
         """Each fault answers one request: {"status": 500} or {"error_code": 20003, "info": "..."}."""
         with self._lock:
             self._faults.extend(faults)
+
+    def add_app(self, sdk_app_id: int, admin: str, secret_key: str) -> None:
+        with self._lock:
+            self.apps[sdk_app_id] = (admin, secret_key)
+
+    def set_outage(self, sdk_app_id: int, status: int) -> None:
+        """Every call of that app answered with `status` (0: the outage is over)."""
+        with self._lock:
+            if status:
+                self.outages[sdk_app_id] = status
+            else:
+                self.outages.pop(sdk_app_id, None)
 
     # ------------------------------------------------------------------ HTTP
     def _handle(self, request: Request) -> Response:
@@ -70,6 +89,14 @@ class FakeTencentIm(LoopbackFake):
                 return 200, list(self.messages), "application/json"
         if request.path == "/__fake/faults" and request.method == "POST":
             self.queue_faults(*request.json())
+            return 200, {"ok": True}, "application/json"
+        if request.path == "/__fake/apps" and request.method == "POST":
+            app = request.json() or {}
+            self.add_app(int(app["sdk_app_id"]), str(app["admin"]), str(app["secret_key"]))
+            return 200, {"ok": True}, "application/json"
+        if request.path == "/__fake/outage" and request.method == "POST":
+            outage = request.json() or {}
+            self.set_outage(int(outage["sdk_app_id"]), int(outage.get("status", 0)))
             return 200, {"ok": True}, "application/json"
         if request.path == "/__fake/limits" and request.method == "POST":
             limits = request.json() or {}
@@ -94,11 +121,13 @@ class FakeTencentIm(LoopbackFake):
             return _fail(90001, "contenttype must be json")
         if not query["random"].isdigit() or int(query["random"]) >= 2**32:
             return _fail(90001, "random must be a 32-bit unsigned integer")
-        if query["sdkappid"] != str(self.sdk_app_id):
+        app = self.apps.get(int(query["sdkappid"])) if query["sdkappid"].isdigit() else None
+        if app is None:
             return _fail(70016, "SDKAppID does not match")
-        if query["identifier"] != self.admin:
+        admin, secret_key = app
+        if query["identifier"] != admin:
             return _fail(90009, "identifier is not an app administrator")
-        problem = verify_user_sig(query["usersig"], self.sdk_app_id, self.secret_key, self.admin)
+        problem = verify_user_sig(query["usersig"], int(query["sdkappid"]), secret_key, admin)
         if problem:
             return _fail(70001 if problem == "usersig expired" else 70003, problem)
         return None
@@ -132,6 +161,8 @@ class FakeTencentIm(LoopbackFake):
             fault = self._faults.popleft() if self._faults else None
         if fault and "status" in fault:
             return int(fault["status"]), {"error": "injected"}, "application/json"
+        if outage := self._outage(request.query):
+            return outage
         refused = self._check_query(request.query)
         if refused:
             return refused
@@ -144,7 +175,7 @@ class FakeTencentIm(LoopbackFake):
             return _fail(90002, problem)
         if fault and "error_code" in fault:
             return _fail(int(fault["error_code"]), str(fault.get("info", "injected failure")))
-        if self.limits.admit({"sendmsg": str(self.sdk_app_id)}) is not None:
+        if self.limits.admit({"sendmsg": request.query["sdkappid"]}) is not None:
             return _fail(60011, "SDKAppID request frequency over the limit")  # refused: nothing sent
         content = body["MsgBody"][0]["MsgContent"]
         message = {
@@ -159,6 +190,8 @@ class FakeTencentIm(LoopbackFake):
             "msg_key": f"{int(time.time())}_{uuid.uuid4().hex[:8]}",
             "msg_time": int(time.time()),
             "received_at_ms": time.time_ns() // 1_000_000,
+            "sdk_app_id": int(request.query["sdkappid"]),
+            "usersig": request.query["usersig"],
         }
         with self._lock:
             self.messages.append(message)
@@ -185,16 +218,30 @@ class FakeTencentIm(LoopbackFake):
             "application/json",
         )
 
+    def _outage(self, query: dict[str, str]) -> Response | None:
+        sdk_app_id = query.get("sdkappid", "")
+        with self._lock:
+            status = self.outages.get(int(sdk_app_id)) if sdk_app_id.isdigit() else None
+        return (status, {"error": "this app is out of service"}, "application/json") if status else None
+
     def _getroammsg(self, request: Request) -> Response:
-        """The pair's history in [MinTime, MaxTime], in one page (Complete: 1), as admin_getroammsg lists it."""
+        """The pair's history in [MinTime, MaxTime] of the app asked (one page, Complete: 1), as
+        admin_getroammsg lists it."""
+        if outage := self._outage(request.query):
+            return outage
         refused = self._check_query(request.query)
         if refused:
             return refused
+        app = int(request.query["sdkappid"])
         body = request.json() or {}
         pair = {body.get("Operator_Account"), body.get("Peer_Account")}
         low, high = int(body.get("MinTime", 0)), int(body.get("MaxTime", 0))
         with self._lock:
-            found = [m for m in self.messages if {m["from"], m["to"]} == pair and low <= m["msg_time"] <= high]
+            found = [
+                m
+                for m in self.messages
+                if m["sdk_app_id"] == app and {m["from"], m["to"]} == pair and low <= m["msg_time"] <= high
+            ]
         listed = [
             {
                 "From_Account": m["from"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from herald.errors import InvalidArgument, PermissionDenied
@@ -36,17 +37,20 @@ class ServiceCaller:
     allow_markdown: bool = False
     target_rate: int | None = None  # its events a minute to one target (None: the stack's limit)
     orders_by_target: bool = False  # its events run in one lane per target
+    refused_tenants: Mapping[str, PermissionDenied] = field(default_factory=dict)  # disabled or not registered
 
     def tenant(self, requested: str | None) -> str:
         """The tenant a request acts for: the one named, if the key holds it (403 otherwise, before
         anything is looked up, so the answer never depends on what exists there); none named means the
-        key's only tenant."""
+        key's only tenant. A tenant the stack refuses (disabled, or not registered where it must be) is 403."""
         if requested is None:
             if len(self.app_codes) != 1:
                 raise InvalidArgument("app_code is required: this key acts for several tenants")
-            return next(iter(self.app_codes))
-        if requested not in self.app_codes:
+            requested = next(iter(self.app_codes))
+        elif requested not in self.app_codes:
             raise PermissionDenied("this key does not act for that app_code", reason="tenant_not_allowed")
+        if requested in self.refused_tenants:
+            raise self.refused_tenants[requested]
         return requested
 
 

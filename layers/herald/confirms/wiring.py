@@ -5,6 +5,7 @@ IM client, the invitations business, the click rules), so a worker that never bu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from herald.confirms.delivery import ConfirmDelivery
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from herald.confirms.operations import ConfirmOperations
     from herald.confirms.service import Confirms
     from herald.owners.service import OwnerConfirms, Registrations
+    from herald.tenants.models import TencentImApp
+    from herald.tenants.wiring import PerTenant
 
 
 @part
@@ -73,20 +76,40 @@ def deliveries(c: Container) -> DynamoDeliveryStore:
 
 @part
 def delivery(c: Container) -> ConfirmDelivery:
-    from herald.confirms.pacing import TencentImLimits, TencentImPace
-    from herald.limits.wiring import governor
-    from herald.providers.tencent_im import TencentImClient
+    """Pushes through the stack's Tencent IM app."""
     from herald.secrets import secret_source
 
     settings = c.settings
-    im = TencentImClient(
-        base_url=settings.tencent_im_base_url,
-        sdk_app_id=settings.tencent_im_sdk_app_id,
-        admin_identifier=settings.tencent_im_admin_identifier,
-        secret_key=secret_source(
-            settings.tencent_im_secret_key, settings.tencent_im_secret_key_parameter, "Tencent IM secret key"
-        ),
+    key = secret_source(
+        settings.tencent_im_secret_key, settings.tencent_im_secret_key_parameter, "Tencent IM secret key"
     )
+    return _delivery(
+        c, settings.tencent_im_base_url, settings.tencent_im_sdk_app_id, settings.tencent_im_admin_identifier, key
+    )
+
+
+@part
+def delivery_for(c: Container) -> PerTenant[TencentImApp, ConfirmDelivery]:
+    """Each tenant's pushes through its own Tencent IM app (its SDKAppID, admin, key and base URL), or the
+    stack's: `delivery_for(c)(app_code)`."""
+    from herald.secrets import secret_source
+    from herald.tenants.wiring import PerTenant, tenants
+
+    def through(app: TencentImApp) -> ConfirmDelivery:
+        key = secret_source(None, app.secret_parameter, f"Tencent IM key of app {app.sdk_app_id}")
+        base_url = app.base_url or c.settings.tencent_im_base_url
+        return _delivery(c, base_url, app.sdk_app_id, app.admin_identifier, key)
+
+    return PerTenant(tenants(c), lambda tenant: tenant.tencent_im, through, lambda: delivery(c))
+
+
+def _delivery(c: Container, base_url: str, sdk_app_id: int, admin: str, key: Callable[[], str]) -> ConfirmDelivery:
+    from herald.confirms.pacing import TencentImLimits, TencentImPace
+    from herald.limits.wiring import governor
+    from herald.providers.tencent_im import TencentImClient
+
+    settings = c.settings
+    im = TencentImClient(base_url=base_url, sdk_app_id=sdk_app_id, admin_identifier=admin, secret_key=key)
     limits = TencentImLimits(settings.tencent_im_sendmsg_per_second, settings.tencent_im_roammsg_per_second)
     return ConfirmDelivery(
         confirm_store(c),
@@ -95,7 +118,7 @@ def delivery(c: Container) -> ConfirmDelivery:
         max_attempts=settings.im_push_max_attempts,
         clock=c.clock,
         history_ms=settings.tencent_im_history_days * 86_400_000,
-        pace=TencentImPace(governor(c), settings.tencent_im_sdk_app_id, limits),
+        pace=TencentImPace(governor(c), sdk_app_id, limits),
     )
 
 

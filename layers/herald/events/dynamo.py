@@ -12,6 +12,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 
 from herald.clock import Clock
+from herald.errors import Unavailable
 from herald.events.models import (
     CardMessage,
     CardWrite,
@@ -56,7 +57,10 @@ _APPEND_ATTEMPTS = 50
 class DynamoEventStore:
     """The events ports (intake, dispatch, operations, the janitor's reads) on the table, bound once."""
 
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+    def __init__(
+        self, table_name: str, client: DynamoDBClient | None = None, append_attempts: int = _APPEND_ATTEMPTS
+    ) -> None:
+        self._append_attempts = append_attempts
         self._database = database = Database(client)
         self._jobs = database.bind(JobRow, table_name)
         self._heads = database.bind(HeadRow, table_name)
@@ -120,12 +124,12 @@ class DynamoEventStore:
             return with_backoff(
                 lambda: self._append_once(lane, event, clock),
                 retry_on=lambda error: isinstance(error, Cancelled),
-                attempts=_APPEND_ATTEMPTS,
+                attempts=self._append_attempts,
                 base_s=0.02,
-                cap_s=0.02,
+                cap_s=0.25,  # many posters to one lane spread out over a few seconds
             )
-        except Cancelled as error:
-            raise RuntimeError(f"could not take a receive sequence for {lane.key} (too much contention)") from error
+        except Cancelled as error:  # still losing every race: the poster is told to come back (never a 500)
+            raise Unavailable(f"too many events for {lane.key} at once; try again shortly") from error
 
     def _append_once(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
         head = self.head(lane.key)

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from herald.auth.wiring import service_keys
 from herald.dynamo import Image
 from herald.events.dispatch import NotYet
+from herald.events.models import Lane
 from herald.events.nudges import Nudge, nudges_for
 from herald.events.rows import job_from_image
-from herald.events.wiring import dispatch_queue, dispatcher, events_janitor
-from herald.observability import logger
+from herald.events.wiring import dispatch_queue, dispatcher_for, events_janitor
+from herald.observability import count_for_tenant, logger
+from herald.tenants.models import waiting_for_tenant_s
+from herald.tenants.wiring import tenants
 from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
 
@@ -27,9 +31,14 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
         lane = Nudge.lane_of(json.loads(record.body))
     except (ValueError, AttributeError) as exc:
         raise PermanentFailure(f"malformed dispatch message: {exc}") from exc
+    tenant = service_keys().tenant_of(Lane.parse(lane).service_id)  # its keys' tenant ("": the stack's app)
+    if tenant and tenants().paused(tenant):  # a disabled tenant's lanes wait, untried, until it is enabled again
+        raise RetryLater(f"tenant {tenant} is disabled", waiting_for_tenant_s(record.receive_count))
     try:
-        result = dispatcher().drain(lane, remaining_ms)
+        result = dispatcher_for()(tenant).drain(lane, remaining_ms)
     except NotYet as exc:
+        if tenant:
+            count_for_tenant("EventsRetriedByTenant", tenant)
         raise RetryLater(str(exc), exc.delay_ms / 1000) from exc
     logger.info("lane drained", lane=lane, result=str(result))
 

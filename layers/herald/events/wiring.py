@@ -1,6 +1,11 @@
 """The external-event services' parts. The Feishu client (and urllib3 behind it) is imported by the one part
 that delivers, so the outbox and the HTTP function never load it (cold start)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from herald.container import Container, part
 from herald.events.dispatch import EventDispatcher
 from herald.events.dynamo import DynamoEventStore
@@ -13,6 +18,10 @@ from herald.events.sqs import SqsDispatchQueue
 from herald.limits.service import RateLimiter
 from herald.limits.wiring import governor, rate_limiter, target_limit
 from herald.observability import metrics
+
+if TYPE_CHECKING:
+    from herald.tenants.models import FeishuApp
+    from herald.tenants.wiring import PerTenant
 
 
 @part
@@ -58,27 +67,44 @@ def dispatch_queue(c: Container) -> SqsDispatchQueue:
 
 @part
 def dispatcher(c: Container) -> EventDispatcher:
-    from herald.auth.wiring import service_keys
-    from herald.providers.feishu import FeishuClient
+    """Cards through the stack's Feishu app."""
     from herald.secrets import secret_source
 
     settings = c.settings
-    feishu = FeishuClient(
-        base_url=settings.feishu_base_url,
-        app_id=settings.feishu_app_id,
-        app_secret=secret_source(settings.feishu_app_secret, settings.feishu_app_secret_parameter, "Feishu app secret"),
-    )
+    secret = secret_source(settings.feishu_app_secret, settings.feishu_app_secret_parameter, "Feishu app secret")
+    return _dispatcher(c, settings.feishu_base_url, settings.feishu_app_id, secret)
+
+
+@part
+def dispatcher_for(c: Container) -> PerTenant[FeishuApp, EventDispatcher]:
+    """Each tenant's cards through its own Feishu app (its app id, secret and base URL, its own buckets), or the
+    stack's: `dispatcher_for(c)(app_code)`."""
+    from herald.secrets import secret_source
+    from herald.tenants.wiring import PerTenant, tenants
+
+    def through(app: FeishuApp) -> EventDispatcher:
+        secret = secret_source(None, app.secret_parameter, f"Feishu app secret of {app.app_id}")
+        return _dispatcher(c, app.base_url or c.settings.feishu_base_url, app.app_id, secret)
+
+    return PerTenant(tenants(c), lambda tenant: tenant.feishu, through, lambda: dispatcher(c))
+
+
+def _dispatcher(c: Container, base_url: str, app_id: str, secret: Callable[[], str]) -> EventDispatcher:
+    from herald.auth.wiring import service_keys
+    from herald.providers.feishu import FeishuClient
+
+    settings = c.settings
     return EventDispatcher(
         event_store(c),
         service_keys(c),
-        feishu,
+        FeishuClient(base_url=base_url, app_id=app_id, app_secret=secret),
         policy(c),
         nudge=dispatch_queue(c).publish,
         clock=c.clock,
         on_outcome=lambda job, outcome: metrics.add_metric(name=_outcome_metric(outcome), unit="Count", value=1),
         pace=FeishuPace(
             governor(c),
-            settings.feishu_app_id,
+            app_id,
             FeishuLimits(
                 app_per_second=settings.feishu_app_calls_per_second,
                 app_per_minute=settings.feishu_app_calls_per_minute,

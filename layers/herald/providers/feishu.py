@@ -17,6 +17,7 @@ done", retryable or not.
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 import time
@@ -87,18 +88,25 @@ class FeishuClient:
     app_secret: Callable[[], str]
     timeout_s: float = budgets.PROVIDER_READ_S
     clock: Callable[[], float] = time.time
-    _token: tuple[str, float] | None = field(default=None, init=False)
+    _token: tuple[str, float, str] | None = field(default=None, init=False)  # (token, expires at, its secret)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def _url(self, path: str) -> str:
         return f"{self.base_url.rstrip('/')}{path}"
 
     def tenant_access_token(self) -> str:
-        """The cached token, or a new one when it is missing or expires within five minutes."""
+        """The cached token, or a new one when it is missing, expires within five minutes, or was issued for
+        a secret since changed (a rotation: the secret source reads it again every few minutes)."""
+        secret = self.app_secret()
         with self._lock:
-            if self._token is not None and self._token[1] - self.clock() > _TOKEN_REFRESH_MARGIN_S:
-                return self._token[0]
-            body = {"app_id": self.app_id, "app_secret": self.app_secret()}
+            token = self._token
+            if (
+                token is not None
+                and token[1] - self.clock() > _TOKEN_REFRESH_MARGIN_S
+                and hmac.compare_digest(token[2], secret)
+            ):
+                return token[0]
+            body = {"app_id": self.app_id, "app_secret": secret}
             try:
                 response = http.request("POST", self._url(TOKEN_PATH), body=body, timeout_s=self.timeout_s)
             except http.TransportError as exc:
@@ -113,7 +121,7 @@ class FeishuClient:
                     retryable=response.status >= 500 or code in RETRYABLE_CODES,
                     code=code,
                 )
-            self._token = (str(result["tenant_access_token"]), self.clock() + int(result.get("expire", 7200)))
+            self._token = (str(result["tenant_access_token"]), self.clock() + int(result.get("expire", 7200)), secret)
             return self._token[0]
 
     def forget_token(self) -> None:

@@ -134,16 +134,18 @@ class TencentImClient:
     secret_key: Callable[[], str]
     timeout_s: float = budgets.PROVIDER_READ_S
     usersig_ttl_s: int = 86_400
-    _sig: tuple[str, float] | None = field(default=None, init=False)
+    _sig: tuple[str, float, str] | None = field(default=None, init=False)  # (sig, expires at, key it was made with)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def _admin_sig(self) -> str:
-        """Cached admin UserSig, renewed an hour before it expires."""
+        """Cached admin UserSig, renewed an hour before it expires, or at once when the key changed (a
+        rotation: the secret source reads it again every few minutes)."""
+        key = self.secret_key()
         with self._lock:
             now = time.time()
-            if self._sig is None or self._sig[1] - now < 3600:
-                sig = user_sig(self.sdk_app_id, self.secret_key(), self.admin_identifier, self.usersig_ttl_s, int(now))
-                self._sig = (sig, now + self.usersig_ttl_s)
+            if self._sig is None or self._sig[1] - now < 3600 or not hmac.compare_digest(self._sig[2], key):
+                sig = user_sig(self.sdk_app_id, key, self.admin_identifier, self.usersig_ttl_s, int(now))
+                self._sig = (sig, now + self.usersig_ttl_s, key)
             return self._sig[0]
 
     def _url(self, path: str) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from herald.auth.tokens import JwtVerifier
-from herald.errors import HeraldError, RateLimited
+from herald.errors import HeraldError, PermissionDenied, RateLimited
 from herald.observability import logger
 from herald.realtime.service import Realtime
 
@@ -15,7 +16,10 @@ def _response(status: int, body: str = "") -> dict[str, Any]:
     return {"statusCode": status, "body": body}
 
 
-def handle_websocket_event(event: dict[str, Any], verifier: JwtVerifier, realtime: Realtime) -> dict[str, Any]:
+def handle_websocket_event(
+    event: dict[str, Any], verifier: JwtVerifier, realtime: Realtime, admit: Callable[[str], None]
+) -> dict[str, Any]:
+    """`admit` refuses a tenant the stack does not serve (disabled, or not registered where it must be)."""
     context = event.get("requestContext", {})
     route = context.get("routeKey")
     connection_id = str(context.get("connectionId", ""))
@@ -26,6 +30,11 @@ def handle_websocket_event(event: dict[str, Any], verifier: JwtVerifier, realtim
         except HeraldError as exc:
             logger.info("websocket connect refused", code=exc.code)
             return _response(401, "Unauthorized")
+        try:
+            admit(principal.app_code)
+        except PermissionDenied as exc:
+            logger.info("websocket connect refused", code=exc.code, reason=exc.reason, app_code=principal.app_code)
+            return _response(403, "Forbidden")
         try:
             realtime.connect(connection_id, principal)
         except RateLimited:

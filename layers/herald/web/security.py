@@ -3,6 +3,7 @@ comes from API Gateway's verified authorizer claims or from a JWT this process v
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -14,6 +15,7 @@ from herald.container import current
 from herald.errors import PermissionDenied, Unauthorized
 from herald.limits.wiring import key_limit, rate_limiter, user_limit
 from herald.owners.models import OWNER_CAPABILITY
+from herald.tenants.wiring import tenants
 
 # How a service route documents its `app_code`.
 TENANT = "the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)"
@@ -43,13 +45,14 @@ def current_principal(request: Request) -> Principal:
         principal = principal_from_claims(claims, current().settings)
     else:
         principal = jwt_verifier().verify(_bearer(request))
+    tenants().admit(principal.app_code)
     rate_limiter().check(user_limit(), f"{principal.app_code}#{principal.user_id}")
     return principal
 
 
 def current_service(request: Request) -> ServiceCaller:
     """The service, counted against its key's rate limit."""
-    caller = service_keys().authenticate(_bearer(request), request.url.path)
+    caller = _admitted(service_keys().authenticate(_bearer(request), request.url.path))
     rate_limiter().check(key_limit(), caller.key_id)
     return caller
 
@@ -59,8 +62,23 @@ def current_owner(request: Request) -> ServiceCaller:
     caller = service_keys().authenticate(_bearer(request), OWNER_CAPABILITY)
     if OWNER_CAPABILITY not in caller.capabilities:
         raise PermissionDenied(f"owner routes need a key created with the capability {OWNER_CAPABILITY}")
+    caller = _admitted(caller)
     rate_limiter().check(key_limit(), caller.key_id)
     return caller
+
+
+def _admitted(caller: ServiceCaller) -> ServiceCaller:
+    """The caller with the tenants the stack refuses set apart (a request for one of them is 403); a key
+    whose every tenant is refused is refused here, before anything else is read or written."""
+    refused: dict[str, PermissionDenied] = {}
+    for app_code in caller.app_codes:
+        try:
+            tenants().admit(app_code)
+        except PermissionDenied as refusal:
+            refused[app_code] = refusal
+    if refused and len(refused) == len(caller.app_codes):
+        raise refused[min(refused)]
+    return replace(caller, refused_tenants=refused) if refused else caller
 
 
 def current_reader_or_owner(request: Request) -> ServiceCaller:

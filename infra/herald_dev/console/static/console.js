@@ -401,6 +401,14 @@ async function refreshOperate() {
     ),
     "Nothing stuck.",
   );
+  const app = (a, id) => (typeof a === "string" ? a : `${a[id]} (${a.secret_parameter})`);
+  rows(
+    $("tenants"),
+    state.tenants.map((t) =>
+      row([t.app_code, t.display_name, t.enabled ? "enabled" : "disabled", app(t.tencent_im, "sdk_app_id"), app(t.feishu, "app_id")]),
+    ),
+    "No tenant registered: every app_code uses the stack's providers.",
+  );
 }
 
 // ---------------------------------------------------------------- refresh loop

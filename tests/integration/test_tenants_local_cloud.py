@@ -1,0 +1,168 @@
+"""Two tenants with their own providers on the local cloud (moto, and DynamoDB Local + fauxqs): registered
+with `herald-ops tenants set`, their secrets in the cloud's SSM. Each tenant's invitation reaches its own
+Tencent IM app, signed with a UserSig the other app's key does not verify, and each tenant's card its own
+Feishu app; an outage of one tenant's app holds back only that tenant's deliveries; neither `tenants list`
+nor the cloud's log ever shows a secret."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+from typing import Any
+
+import httpx
+import pytest
+
+from herald.auth.dynamo import DynamoServiceKeyStore
+from herald.auth.service_keys import ServiceKeys
+from herald.providers.tencent_im import verify_user_sig
+from tests.support.local_cloud import REPO, LocalCloudProcess
+from tests.support.tokens import make_token
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+
+class Tenant:
+    """A tenant with its own Tencent IM app and Feishu app, registered the way an operator does it."""
+
+    def __init__(self, cloud: LocalCloudProcess, n: int) -> None:
+        tag = secrets.token_hex(3)
+        self.cloud = cloud
+        self.app_code = f"t{n}-{tag}"
+        self.sdk_app_id = 1_400_100_000 + secrets.randbelow(800_000)
+        self.im_key = f"im-key-{secrets.token_hex(8)}"
+        self.feishu_app = f"cli_t{n}{tag}"
+        self.feishu_secret = f"feishu-secret-{secrets.token_hex(8)}"
+        ssm = cloud.client("ssm")
+        for name, value in ((self.im_parameter, self.im_key), (self.feishu_parameter, self.feishu_secret)):
+            ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
+        app = {"sdk_app_id": self.sdk_app_id, "admin": "administrator", "secret_key": self.im_key}
+        httpx.post(f"{cloud.fake_url('tencent_im')}/__fake/apps", json=app).raise_for_status()
+        app = {"app_id": self.feishu_app, "app_secret": self.feishu_secret}
+        httpx.post(f"{cloud.fake_url('feishu')}/__fake/apps", json=app).raise_for_status()
+        ops(
+            cloud,
+            "tenants",
+            "set",
+            self.app_code,
+            "--tencent-im-sdk-app-id",
+            str(self.sdk_app_id),
+            "--tencent-im-secret-parameter",
+            self.im_parameter,
+            "--feishu-app-id",
+            self.feishu_app,
+            "--feishu-secret-parameter",
+            self.feishu_parameter,
+            "--display-name",
+            f"tenant {n}",
+        )
+
+    @property
+    def im_parameter(self) -> str:
+        return f"/herald/tenants/{self.app_code}/tencent-im-key"
+
+    @property
+    def feishu_parameter(self) -> str:
+        return f"/herald/tenants/{self.app_code}/feishu-secret"
+
+    def invite(self, target: str) -> None:
+        http = httpx.Client(base_url=self.cloud.http_url, timeout=30)
+        headers = {"Authorization": f"Bearer {make_token('10001', self.app_code)}"}
+        answer = http.post(
+            "/api/v1/role-invitations", json={"invitation_type": "host", "target_user_id": target}, headers=headers
+        )
+        assert answer.status_code == 200, answer.text
+
+    def post_event(self, keys: ServiceKeys, title: str) -> None:
+        key, _ = keys.create_key(
+            f"ci-{self.app_code}", ["/events/external"], [self.app_code], targets=["chat_id:oc_ops"]
+        )
+        body = {
+            "event_id": title.replace(" ", "-"),
+            "event_type": "build",
+            "data": {"title": title, "status": "ok", "target": {"receive_id": "oc_ops", "receive_id_type": "chat_id"}},
+        }
+        answer = httpx.post(
+            f"{self.cloud.http_url}/events/external", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=30
+        )
+        assert answer.status_code == 202, answer.text
+
+
+def ops(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
+    command = [sys.executable, "-m", "herald_ops.cli", *args, "--state-file", str(cloud.state_file)]
+    result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def pushes(cloud: LocalCloudProcess, to: str) -> list[dict[str, Any]]:
+    messages = httpx.get(f"{cloud.fake_url('tencent_im')}/__fake/messages", timeout=30).json()
+    return [m for m in messages if m["to"] == to]
+
+
+def cards(cloud: LocalCloudProcess, title: str) -> list[dict[str, Any]]:
+    return [
+        e for e in httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages", timeout=30).json() if e["title"] == title
+    ]
+
+
+def outage(cloud: LocalCloudProcess, provider: str, app: dict[str, Any], status: int) -> None:
+    httpx.post(f"{cloud.fake_url(provider)}/__fake/outage", json={**app, "status": status}).raise_for_status()
+
+
+def test_each_tenant_reaches_its_own_im_app_and_one_apps_outage_holds_back_only_its_pushes(
+    cloud: LocalCloudProcess,
+) -> None:
+    first, second = Tenant(cloud, 1), Tenant(cloud, 2)
+    outage(cloud, "tencent_im", {"sdk_app_id": first.sdk_app_id}, 503)
+    try:
+        first.invite("31000001")
+        second.invite("31000002")
+        (push,) = eventually(lambda: _one(pushes(cloud, "31000002")), timeout=60)
+        assert push["sdk_app_id"] == second.sdk_app_id
+        assert verify_user_sig(push["usersig"], second.sdk_app_id, second.im_key, "administrator") is None
+        assert verify_user_sig(push["usersig"], second.sdk_app_id, first.im_key, "administrator") is not None
+        assert not pushes(cloud, "31000001")  # its app is down: its push waits for a retry
+    finally:
+        outage(cloud, "tencent_im", {"sdk_app_id": first.sdk_app_id}, 0)
+    (push,) = eventually(lambda: _one(pushes(cloud, "31000001")), timeout=90)
+    assert push["sdk_app_id"] == first.sdk_app_id
+    assert verify_user_sig(push["usersig"], first.sdk_app_id, second.im_key, "administrator") is not None
+
+
+def test_each_tenant_reaches_its_own_feishu_app_and_one_apps_outage_holds_back_only_its_cards(
+    cloud: LocalCloudProcess,
+) -> None:
+    keys = ServiceKeys(DynamoServiceKeyStore(cloud.resource("ServiceKeysTable"), cloud.client("dynamodb")))
+    first, second = Tenant(cloud, 1), Tenant(cloud, 2)
+    outage(cloud, "feishu", {"app_id": first.feishu_app}, 503)
+    try:
+        first.post_event(keys, f"{first.app_code} built")
+        second.post_event(keys, f"{second.app_code} built")
+        (card,) = eventually(lambda: _one(cards(cloud, f"{second.app_code} built")), timeout=60)
+        assert card["app_id"] == second.feishu_app
+        assert not cards(cloud, f"{first.app_code} built")
+    finally:
+        outage(cloud, "feishu", {"app_id": first.feishu_app}, 0)
+    (card,) = eventually(lambda: _one(cards(cloud, f"{first.app_code} built")), timeout=90)
+    assert card["app_id"] == first.feishu_app
+
+
+def test_tenants_list_and_the_clouds_log_never_show_a_secret(cloud: LocalCloudProcess) -> None:
+    tenant = Tenant(cloud, 3)
+    tenant.invite("31000003")
+    eventually(lambda: _one(pushes(cloud, "31000003")), timeout=60)
+    (listed,) = [t for t in ops(cloud, "tenants", "list") if t["app_code"] == tenant.app_code]
+    assert listed["tencent_im"]["secret_parameter"] == tenant.im_parameter
+    shown = json.dumps(ops(cloud, "tenants", "list")) + json.dumps(ops(cloud, "tenants", "show", tenant.app_code))
+    log = cloud.log_path.read_text(errors="replace")
+    for secret in (tenant.im_key, tenant.feishu_secret):
+        assert secret not in shown and secret not in log
+
+
+def _one(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    assert len(items) == 1, items
+    return items
