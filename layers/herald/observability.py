@@ -11,19 +11,18 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 logger = Logger()
 metrics = Metrics(namespace="Herald")
-_stage = {"stage": "local"}
 
 
 def observe_stage(stage: str) -> None:
     """Every metric carries its stage (and Powertools adds the function's service name): alarms select both.
     Set when the process's settings are read (herald.container), never from the environment at import."""
     metrics.set_default_dimensions(stage=stage)
-    _stage["stage"] = stage
 
 
 def count_for_tenant(name: str, app_code: str) -> None:
     """One more of `name` for a tenant whose provider is its own (dimensions app_code and stage): a tenant's
     outage shows, and alarms, as that tenant's, beside the stack-wide metric of the same event."""
-    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace="Herald") as metric:
-        metric.add_dimension("stage", _stage["stage"])
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=1, namespace="Herald", default_dimensions=metrics.default_dimensions
+    ) as metric:
         metric.add_dimension("app_code", app_code)

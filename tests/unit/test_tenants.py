@@ -10,6 +10,7 @@ from herald.errors import InvalidArgument, NotFound, PermissionDenied
 from herald.tenants.models import (
     FeishuApp,
     TenantDisabled,
+    TenantPaused,
     TenantRules,
     TenantUnknown,
     TencentImApp,
@@ -74,7 +75,10 @@ def test_a_disabled_tenant_is_refused_whether_or_not_registration_is_required_an
         tenants.switch("acme", enabled=False)
         with pytest.raises(TenantDisabled):
             tenants.admit("acme")
-        assert tenants.paused("acme") and not tenants.paused("ghost")
+        clients = PerTenant(tenants, lambda tenant: tenant.tencent_im, lambda app: "own", lambda: "stack")
+        with pytest.raises(TenantPaused):
+            clients("acme")
+        assert clients("ghost") == "stack"
 
 
 def test_setting_a_tenant_again_replaces_its_providers_and_keeps_it_disabled() -> None:

@@ -15,8 +15,7 @@ from herald.confirms.dynamo import confirm_from_image
 from herald.confirms.wiring import confirms, delivery_for, push_queue
 from herald.dynamo import Image
 from herald.observability import count_for_tenant, logger, metrics
-from herald.tenants.models import waiting_for_tenant_s
-from herald.tenants.wiring import tenants
+from herald.tenants.models import TenantPaused, waiting_for_tenant_s
 from herald.workers import PermanentFailure, QueueMessage, RetryLater, backoff_seconds
 
 
@@ -35,11 +34,11 @@ def on_im_push(record: QueueMessage) -> None:
         push = Push.from_message(json.loads(record.body))
     except (ValueError, KeyError, TypeError) as exc:
         raise PermanentFailure(f"malformed push message: {exc}") from exc
-    if tenants().paused(push.app_code):  # a disabled tenant's pushes wait, untried, until it is enabled again
-        metrics.add_metric(name="ImPushWaitingForTenant", unit="Count", value=1)
-        raise RetryLater(f"tenant {push.app_code} is disabled", waiting_for_tenant_s(record.receive_count))
     try:
         sent = delivery_for()(push.app_code).deliver(push)
+    except TenantPaused as exc:  # a disabled tenant's pushes wait, untried, until it is enabled again
+        metrics.add_metric(name="ImPushWaitingForTenant", unit="Count", value=1)
+        raise RetryLater(str(exc), waiting_for_tenant_s(record.receive_count)) from exc
     except PermanentDeliveryFailure as exc:
         metrics.add_metric(name="ImPushFailed", unit="Count", value=1)
         count_for_tenant("ImPushFailedByTenant", push.app_code)

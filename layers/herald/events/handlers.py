@@ -13,8 +13,7 @@ from herald.events.nudges import Nudge, nudges_for
 from herald.events.rows import job_from_image
 from herald.events.wiring import dispatch_queue, dispatcher_for, events_janitor
 from herald.observability import count_for_tenant, logger
-from herald.tenants.models import waiting_for_tenant_s
-from herald.tenants.wiring import tenants
+from herald.tenants.models import TenantPaused, waiting_for_tenant_s
 from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
 
@@ -32,10 +31,10 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
     except (ValueError, AttributeError) as exc:
         raise PermanentFailure(f"malformed dispatch message: {exc}") from exc
     tenant = service_keys().tenant_of(Lane.parse(lane).service_id)  # its keys' tenant ("": the stack's app)
-    if tenant and tenants().paused(tenant):  # a disabled tenant's lanes wait, untried, until it is enabled again
-        raise RetryLater(f"tenant {tenant} is disabled", waiting_for_tenant_s(record.receive_count))
     try:
         result = dispatcher_for()(tenant).drain(lane, remaining_ms)
+    except TenantPaused as exc:  # a disabled tenant's lanes wait, untried, until it is enabled again
+        raise RetryLater(str(exc), waiting_for_tenant_s(record.receive_count)) from exc
     except NotYet as exc:
         if tenant:
             count_for_tenant("EventsRetriedByTenant", tenant)

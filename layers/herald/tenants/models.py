@@ -38,6 +38,13 @@ class TenantDisabled(PermissionDenied):
         super().__init__(f"tenant {app_code!r} is disabled", reason="tenant_disabled")
 
 
+class TenantPaused(Exception):
+    """A disabled tenant's delivery: it waits, untried, until the tenant is enabled again."""
+
+    def __init__(self, app_code: str) -> None:
+        super().__init__(f"tenant {app_code} is disabled")
+
+
 @dataclass(frozen=True)
 class TencentImApp:
     """A tenant's own Tencent IM application: its SDKAppID, the admin account Herald sends as, and the SSM

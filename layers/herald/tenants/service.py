@@ -71,11 +71,6 @@ class Tenants:
             return
         tenant.admit()
 
-    def paused(self, app_code: str) -> bool:
-        """Its deliveries wait: the tenant is registered and disabled."""
-        tenant = self.find(app_code)
-        return tenant is not None and not tenant.enabled
-
     # ------------------------------------------------------------------ operators
     def set(
         self, app_code: str, display_name: str, tencent_im: TencentImApp | None, feishu: FeishuApp | None

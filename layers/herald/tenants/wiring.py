@@ -8,7 +8,7 @@ from typing import Generic, TypeVar
 
 from herald.container import Container, part
 from herald.tenants.dynamo import DynamoTenantStore
-from herald.tenants.models import Tenant, TenantRules
+from herald.tenants.models import Tenant, TenantPaused, TenantRules
 from herald.tenants.service import NoRegistry, Tenants, TenantStore
 
 T = TypeVar("T")
@@ -33,7 +33,8 @@ def tenants(c: Container) -> Tenants:
 
 class PerTenant(Generic[A, T]):
     """A provider's client for each tenant: built once for its own app as registered now (a changed
-    registration builds a new one), or the stack's for a tenant with none."""
+    registration builds a new one), or the stack's for a tenant with none. A disabled tenant gets none
+    (TenantPaused): its deliveries wait."""
 
     def __init__(
         self, registry: Tenants, own_app: Callable[[Tenant], A | None], build: Callable[[A], T], stack: Callable[[], T]
@@ -46,7 +47,9 @@ class PerTenant(Generic[A, T]):
         self._lock = threading.Lock()
 
     def __call__(self, app_code: str) -> T:
-        tenant = self._registry.find(app_code)
+        tenant = self._registry.find(app_code) if app_code else None
+        if tenant is not None and not tenant.enabled:
+            raise TenantPaused(app_code)
         app = self._own_app(tenant) if tenant is not None else None
         if app is None:
             return self._stack()
