@@ -1,4 +1,4 @@
-"""The one input policy for free-form JSON (CONTRACTS §0): what Herald accepts is what DynamoDB can store
+"""The one input policy for free-form JSON (contract §0): what Herald accepts is what DynamoDB can store
 and what a reader can render, refused whole otherwise with a message naming the field.
 
 Plain Python, no web framework: the HTTP edge applies `check_body` to every JSON request body and

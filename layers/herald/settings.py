@@ -51,7 +51,7 @@ class Settings:
 
     stage: str = "local"
 
-    # App-route authentication (CONTRACTS §0): in AWS the issuer and audience the HTTP API's JWT authorizer
+    # App-route authentication (contract §0): in AWS the issuer and audience the HTTP API's JWT authorizer
     # reads too (keys through the issuer's discovery document); HS256 with a secret only locally.
     jwt_hs256_secret: Secret | None = None
     jwt_issuer: str | None = None
@@ -93,7 +93,7 @@ class Settings:
     # Connections one user may hold: a newer one past this closes the oldest (told why in a frame).
     ws_max_connections_per_user: int = 10
 
-    # Action confirms (CONTRACTS §1).
+    # Action confirms (contract §1).
     confirm_ttl_seconds: int = 7 * 86400
     confirm_lease_ms: int = budgets.CONFIRM_LEASE_MS
     # Owner services' callback URLs: https to public addresses only (the local cloud and tests relax both,
@@ -129,7 +129,7 @@ class Settings:
     tencent_im_sendmsg_per_second: int = 200
     tencent_im_roammsg_per_second: int = 200
 
-    # External events (CONTRACTS §3) and Feishu. The app secret comes from SSM in AWS, or directly locally.
+    # External events (contract §3) and Feishu. The app secret comes from SSM in AWS, or directly locally.
     events_lease_ms: int = budgets.EVENTS_LEASE_MS  # longer than the worker's Timeout: a live worker keeps its claim
     events_max_attempts: int = budgets.EVENTS_MAX_ATTEMPTS  # failures before the first external write, then it blocks
     events_retry_base_ms: int = 2_000  # backoff doubles from here between those attempts
@@ -154,7 +154,7 @@ class Settings:
     feishu_app_secret: Secret | None = None
     feishu_app_secret_parameter: str | None = None
 
-    # Agent turn queue (CONTRACTS §4).
+    # Agent turn queue (contract §4).
     turns_janitor_grace_seconds: int = 60  # how long a started turn may wait for the outbox before the janitor
 
     @classmethod

@@ -1,4 +1,4 @@
-"""Abuse limits (CONTRACTS §0): 429 with Retry-After per app user, per service key and per target, kept in
+"""Abuse limits (contract §0): 429 with Retry-After per app user, per service key and per target, kept in
 DynamoDB; caps on pending invitations; an agency name and a partner's card text shown as plain text."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""External events in process on moto (CONTRACTS §3): intake, per-service order, cards by revision, UNKNOWN.
+"""External events in process on moto (contract §3): intake, per-service order, cards by revision, UNKNOWN.
 
 The HTTP app takes the events; the events table's stream and the dispatch queue are pumped to the real
 function entry points; cards land in the fake Feishu on loopback.

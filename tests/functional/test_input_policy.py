@@ -1,4 +1,4 @@
-"""Bad input is a 400 that names the field and changes nothing (CONTRACTS §0): every input the launch review
+"""Bad input is a 400 that names the field and changes nothing (contract §0): every input the launch review
 reproduced as a 500 or as lax coercion, on moto, in process."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The agent turn queue in process on moto (CONTRACTS §4, ADR 0191), through the real HTTP app, the turns
+"""The agent turn queue in process on moto (contract §4), through the real HTTP app, the turns
 table's stream and the outbox function; the test plays the engine (it reads the turn queue and finishes)."""
 
 from __future__ import annotations

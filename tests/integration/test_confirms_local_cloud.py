@@ -1,4 +1,4 @@
-"""Action confirms through HTTP on the local cloud: the seed's checks (验证), concurrency, IM faults.
+"""Action confirms through HTTP on the local cloud: each check of the confirm design, concurrency, IM faults.
 
 The workers run as the local cloud's event source mappings run them; pushes land in the fake Tencent IM.
 """

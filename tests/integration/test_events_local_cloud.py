@@ -1,4 +1,4 @@
-"""External events through the local cloud (CONTRACTS §3): partners post over HTTP, the stream outbox and the
+"""External events through the local cloud (contract §3): partners post over HTTP, the stream outbox and the
 dispatch queue run as their event source mappings do, and cards land in the fake Feishu."""
 
 from __future__ import annotations

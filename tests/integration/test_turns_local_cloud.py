@@ -1,4 +1,4 @@
-"""The agent turn queue through the local cloud (CONTRACTS §4, each ADR 0191 rule over HTTP): members post
+"""The agent turn queue through the local cloud (contract §4, each of its rules over HTTP): members post
 to the HTTP API, the turns table's stream runs the outbox function as its event source mapping does, and
 the test plays the agent engine on the real turn queue."""
 

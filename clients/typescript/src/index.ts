@@ -1,6 +1,6 @@
 // Herald's typed client for app developers: the HTTP API's types are generated from events/openapi.json
 // (`npm run generate`, by openapi-typescript); the WebSocket frame and the IM payloads, which no OpenAPI
-// describes, are written here from CONTRACTS §1-2.
+// describes, are written here from contract §1-2.
 import createClient, { type Client } from "openapi-fetch";
 import type { components, paths } from "./schema";
 

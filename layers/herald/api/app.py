@@ -64,7 +64,7 @@ def _describe_validation(exc: RequestValidationError) -> str:
 
 def _document_400_not_422(app: FastAPI) -> None:
     """FastAPI documents a 422 for every validated route (and for the owner callbacks Herald makes); Herald
-    answers those with 400 (CONTRACTS §0), and an owner answers what docs/owner-services.md says."""
+    answers those with 400 (contract §0), and an owner answers what docs/owner-services.md says."""
     build = app.openapi
 
     def operations(paths: dict[str, Any]) -> Iterator[dict[str, Any]]:

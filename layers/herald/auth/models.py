@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from herald.errors import InvalidArgument, PermissionDenied
 
-# How a service's external events are ordered: one lane for the whole service (CONTRACTS §3, the default), or
+# How a service's external events are ordered: one lane for the whole service (contract §3, the default), or
 # one lane per target, lanes in parallel (opted into per key: `herald-ops keys create --order target`).
 SERVICE_ORDER = "service"
 TARGET_ORDER = "target"
@@ -64,7 +64,7 @@ class ServiceKeyRecord:
     created_at_ms: int
     capabilities: frozenset[str] = frozenset()
     app_codes: frozenset[str] = frozenset()
-    # Where the service's external events may be delivered (`receive_id_type:receive_id`, CONTRACTS §3).
+    # Where the service's external events may be delivered (`receive_id_type:receive_id`, contract §3).
     targets: frozenset[str] = frozenset()
     allow_markdown: bool = False  # its events' cards may opt into Feishu markdown
     target_rate: int | None = None  # its events a minute to one target, in place of the stack's limit

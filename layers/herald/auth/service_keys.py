@@ -1,4 +1,4 @@
-"""Service keys (CONTRACTS §0): bearer keys for partner services and engines.
+"""Service keys (contract §0): bearer keys for partner services and engines.
 
 A key reads `hk_<key_id>_<secret>`. Only a hash of the secret is stored; the key id (not secret) finds
 the record and the secret's hash is compared in constant time. A service may hold several keys; each key

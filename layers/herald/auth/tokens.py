@@ -1,4 +1,4 @@
-"""App-user JWT verification (CONTRACTS §0): one token policy for API Gateway and the function.
+"""App-user JWT verification (contract §0): one token policy for API Gateway and the function.
 
 In AWS the HTTP API's JWT authorizer has already validated the token and the claims arrive in the request
 context; `principal_from_claims` reads them. Wherever no authorizer context is present (the WebSocket

@@ -151,7 +151,7 @@ class OwnerFact:
 
 
 def view(confirm: Confirm) -> dict[str, Any]:
-    """The confirm view of CONTRACTS §1."""
+    """The confirm view of contract §1."""
     return {
         "confirm_id": confirm.confirm_id,
         "business_type": confirm.business_type,

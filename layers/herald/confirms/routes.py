@@ -1,4 +1,4 @@
-"""Action confirm routes (CONTRACTS §1). The client sends only the confirm id, the action and a
+"""Action confirm routes (contract §1). The client sends only the confirm id, the action and a
 command id; everything else comes from the stored confirm."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""External events, delivery: strict order per lane, Feishu cards by revision (CONTRACTS §3).
+"""External events, delivery: strict order per lane, Feishu cards by revision (contract §3).
 
 A lane is a service's whole order (the default), or one target of a service whose key orders by target
 (`herald.events.models.Lane`). Order lives in DynamoDB, not in the queue. A queue message only says "this

@@ -1,4 +1,4 @@
-"""External events (CONTRACTS §3): what a partner service posts, the job that delivers it, and its card.
+"""External events (contract §3): what a partner service posts, the job that delivers it, and its card.
 
 A job's life, every step a conditional write:
 
@@ -183,7 +183,7 @@ MAX_LANE_KEY = 300  # a service id (64) and a target key (200), with room to spa
 
 @dataclass(frozen=True)
 class Lane:
-    """The order a job runs in: by default its service's whole order (CONTRACTS §3), or, for a service whose
+    """The order a job runs in: by default its service's whole order (contract §3), or, for a service whose
     key orders by target, one target of it: strict order inside a lane, lanes run side by side, and a blocked
     job holds up only its own lane. A card's revisions share a lane (a card is one target's)."""
 
@@ -325,7 +325,7 @@ class Job:
 
     def superseded(self, newer: Job, now: int, expires_at_ms: int) -> Job:
         """Not sent: `newer`, a later revision of the same card, is waiting behind it and is sent instead
-        (seed 002: an older revision never overwrites a newer one, so nothing is lost by skipping it)."""
+        (contract §3: an older revision never overwrites a newer one, so nothing is lost by skipping it)."""
         record = {"action": "superseded", "by": "herald", "at_ms": now, "revision": newer.event.revision}
         return self._to(
             JobStatus.SUPERSEDED,

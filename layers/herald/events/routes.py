@@ -1,4 +1,4 @@
-"""`POST /events/external` (CONTRACTS §3): partner services post events with their service key."""
+"""`POST /events/external` (contract §3): partner services post events with their service key."""
 
 from __future__ import annotations
 

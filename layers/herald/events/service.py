@@ -1,4 +1,4 @@
-"""External events, intake (CONTRACTS §3): a partner's event is stored with its lane's next receive
+"""External events, intake (contract §3): a partner's event is stored with its lane's next receive
 sequence in the same transaction that stores it, so sequence order is commit order; 202 means stored. The
 lane is the service, or the event's target when the service's key orders by target.
 Delivery is herald.events.dispatch; an operator's resolutions herald.events.operations."""

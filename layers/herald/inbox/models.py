@@ -69,7 +69,7 @@ class Recorded:
 
 
 def view(notification: Notification) -> dict[str, Any]:
-    """The notification view of CONTRACTS §2."""
+    """The notification view of contract §2."""
     return {
         "notification_id": notification.notification_id,
         "kind": str(notification.kind),

@@ -1,4 +1,4 @@
-"""Inbox routes (CONTRACTS §2): producers with service keys, app users with JWTs."""
+"""Inbox routes (contract §2): producers with service keys, app users with JWTs."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ class InboxStore(Protocol):
 
 @dataclass(frozen=True)
 class Incoming:
-    """What a producer sends (CONTRACTS §2), plus the fields the exclusions are decided on."""
+    """What a producer sends (contract §2), plus the fields the exclusions are decided on."""
 
     app_code: str
     user_id: str | None
@@ -130,7 +130,7 @@ class Inbox:
 
     @staticmethod
     def _exclusion(incoming: Incoming) -> str | None:
-        """The seed's exclusions, decided on what the producer sent (why a notification is not recorded)."""
+        """The inbox's exclusions, decided on what the producer sent (why a notification is not recorded)."""
         if not incoming.user_id:
             return "unknown_user"
         if not USER_ID.fullmatch(incoming.user_id):

@@ -1,4 +1,4 @@
-"""Role invitation routes (CONTRACTS §1, owner)."""
+"""Role invitation routes (contract §1, owner)."""
 
 from __future__ import annotations
 

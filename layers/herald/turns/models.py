@@ -1,4 +1,4 @@
-"""Agent turn message queue (CONTRACTS §4, ADR 0191): sessions, each agent's turn state and its queue.
+"""Agent turn message queue (contract §4): sessions, each agent's turn state and its queue.
 
 An agent of a session is in one of three states, moved only by conditional writes:
 
@@ -189,7 +189,7 @@ class Turn:
         )
 
     def to_message(self) -> dict[str, Any]:
-        """The engine's queue message (CONTRACTS §4)."""
+        """The engine's queue message (contract §4)."""
         return {
             "app_code": self.app_code,
             "session_id": self.session_id,

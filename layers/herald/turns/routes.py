@@ -1,4 +1,4 @@
-"""Agent turn queue routes (CONTRACTS §4): members talk to agents; the engine sets sessions and turns."""
+"""Agent turn queue routes (contract §4): members talk to agents; the engine sets sessions and turns."""
 
 from __future__ import annotations
 

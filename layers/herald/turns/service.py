@@ -1,4 +1,4 @@
-"""The turn queue's rules (ADR 0191), free of AWS: every decision reads the session and the agent, decides,
+"""The turn queue's rules (contract §4), free of AWS: every decision reads the session and the agent, decides,
 and commits the agent's new state with its event log entries in one conditional write. A commit made
 from a stale read is refused by the store and the decision is taken again from a fresh one, so posts,
 cancels, finishes and the janitor are serialized per session: a message is delivered or cancelled, never

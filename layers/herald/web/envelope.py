@@ -1,4 +1,4 @@
-"""The response envelope and the one mapping from error codes to HTTP statuses (CONTRACTS §0)."""
+"""The response envelope and the one mapping from error codes to HTTP statuses (contract §0)."""
 
 from __future__ import annotations
 

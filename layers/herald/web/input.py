@@ -1,5 +1,5 @@
 """The input policy at the HTTP edge: every JSON body is parsed strictly and checked whole before any
-route reads it, so nothing a client can send reaches DynamoDB unstorable (CONTRACTS §0)."""
+route reads it, so nothing a client can send reaches DynamoDB unstorable (contract §0)."""
 
 from __future__ import annotations
 
