@@ -3,6 +3,8 @@
 herald local                 the whole stack on this machine (what `make dev` runs)
 herald backing               AWS (moto) and the provider fakes alone, to outlive `herald local --backing`
 herald token --user 10002    a dev JWT for the local cloud
+herald now                   this moment in epoch milliseconds (what `--after-ms` takes)
+herald bell --user 10002     a user's inbox bell: returns once connected, then prints each newer count pushed
 herald fake im --to 10002 --type im_confirm --after-ms T   wait for what the fake Tencent IM received
 """
 
@@ -165,6 +167,22 @@ def cmd_fake_app(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_feishu_fail(args: argparse.Namespace) -> int:
+    """The fake Feishu refuses the next card sent to `--chat` with a Feishu error code: a permanent one (230002,
+    the bot is not in the chat) fails its job at once and blocks its lane until an operator resolves it."""
+    import urllib.request
+
+    fault = {"op": "send", "code": args.code, "status": 400, "receive_id": args.chat}
+    request = urllib.request.Request(  # noqa: S310 - the local cloud's loopback fake
+        f"{_local_state(args)['fakes']['feishu']}/__fake/faults",
+        data=json.dumps([fault]).encode(),
+        headers={"content-type": "application/json"},
+    )
+    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310 - the local cloud's loopback fake
+    print(f"the next card to {args.chat} is refused with Feishu code {args.code}")
+    return 0
+
+
 def cmd_console(args: argparse.Namespace) -> int:
     """The console on its own: against the running local cloud, or a deployed stack (`--stack`)."""
     import uvicorn
@@ -189,14 +207,40 @@ def cmd_console(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_token(args: argparse.Namespace) -> int:
+def _token(user: str, app: str, roles: str, ttl_s: int) -> str:
     now = int(time.time())
-    claims: dict[str, Any] = {"sub": args.user, "app_code": args.app, "iat": now, "exp": now + args.ttl}
-    if args.roles:
-        claims["roles"] = [role for role in args.roles.split(",") if role]
-    secret = os.environ.get("HERALD_JWT_HS256_SECRET", LOCAL_JWT_SECRET)
-    print(jwt.encode(claims, secret, algorithm="HS256"))
+    claims: dict[str, Any] = {"sub": user, "app_code": app, "iat": now, "exp": now + ttl_s}
+    if roles:
+        claims["roles"] = [role for role in roles.split(",") if role]
+    return jwt.encode(claims, os.environ.get("HERALD_JWT_HS256_SECRET", LOCAL_JWT_SECRET), algorithm="HS256")
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    print(_token(args.user, args.app, args.roles, args.ttl))
     return 0
+
+
+def cmd_now(_: argparse.Namespace) -> int:
+    print(time.time_ns() // 1_000_000)
+    return 0
+
+
+def cmd_bell(args: argparse.Namespace) -> int:
+    """Connect to the local WebSocket API as `--user` and return once connected; a child process stays and
+    prints each newer count pushed to it until `--until-unread` shows or `--seconds` passed, so a script can go
+    on writing and every push it causes reaches the bell (none races the connection)."""
+    from herald_dev.bell import ring
+
+    url = _local_state(args)["ws_url"]
+    token = _token(args.user, args.app, "", 3600)
+    ready_read, ready_write = os.pipe()
+    if os.fork() == 0:  # the bell itself, in the background
+        os.close(ready_read)
+        os._exit(ring(url, token, args.until_unread, args.seconds, ready_write))
+    os.close(ready_write)
+    connected = os.read(ready_read, 1) == b"1"
+    os.close(ready_read)
+    return 0 if connected else 1
 
 
 def _local_state(args: argparse.Namespace) -> dict[str, Any]:
@@ -315,6 +359,16 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int, default=24 * 3600, help="seconds")
     token.set_defaults(run=cmd_token)
 
+    commands.add_parser("now", help="print this moment in epoch milliseconds").set_defaults(run=cmd_now)
+
+    bell = commands.add_parser("bell", help="a user's inbox bell on the local WebSocket API (returns once connected)")
+    bell.add_argument("--user", required=True)
+    bell.add_argument("--app", default=DEFAULT_APP_CODE)
+    bell.add_argument("--until-unread", type=int, help="stop once a push shows this unread count")
+    bell.add_argument("--seconds", type=float, default=30.0, help="stop after this long in any case")
+    _state_file_option(bell)
+    bell.set_defaults(run=cmd_bell)
+
     _fake_parsers(commands)
     return parser
 
@@ -344,6 +398,13 @@ def _fake_parsers(commands: Any) -> None:
     feishu_app.add_argument("--secret-parameter", required=True, help="the SSM SecureString to store its secret as")
     _state_file_option(feishu_app)
     feishu_app.set_defaults(run=cmd_fake_app)
+    feishu_fail = fake.add_parser("feishu-fail", help="the fake Feishu refuses the next card to one chat")
+    feishu_fail.add_argument("--chat", required=True, help="the chat (or person) id, e.g. oc_ops")
+    feishu_fail.add_argument(
+        "--code", type=int, default=230002, help="the Feishu error code (230002: the bot is not in the chat)"
+    )
+    _state_file_option(feishu_fail)
+    feishu_fail.set_defaults(run=cmd_feishu_fail)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,19 +10,21 @@
     herald-ops preflight --stack NAME              what a deploy still needs
 
 Installed with Herald's runtime and `click` and `PyYAML` only (`pip install '.[ops]'`): no emulator, no test
-dependency. Each command prints JSON lines; a refusal prints `error: ...` and exits 2.
+dependency. Each command prints a table (or one record's fields) with local times and ages, and `--json` JSON
+lines as Herald records them; an empty listing says so. A refusal prints `error: ...` and exits 2.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from herald_ops.output import Listing, json_lines, record_text, table
 from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, NoLocalCloud, Stack
 
 from herald.auth.models import EVENT_ORDERS, SERVICE_ORDER
@@ -31,11 +33,23 @@ from herald.errors import HeraldError
 
 F = TypeVar("F", bound=Callable[..., Any])
 WAIT_CHOICES = click.IntRange(0, 20)
+AS_JSON = "herald_ops.json"
+
+
+def _remember_json(context: click.Context, _: click.Parameter, as_json: bool) -> None:
+    context.meta[AS_JSON] = as_json
 
 
 def stack_options(command: F) -> F:
-    """--stack/--profile/--region (a deployed stack) or --state-file (the local cloud), and --template."""
+    """--stack/--profile/--region (a deployed stack) or --state-file (the local cloud), --template, --json."""
     options = [
+        click.option(
+            "--json",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember_json,
+            help="one JSON object a line, as Herald records it (times in epoch milliseconds)",
+        ),
         click.option("--stack", "stack_name", help="a deployed stack (default: the running local cloud)"),
         click.option("--profile"),
         click.option("--region"),
@@ -65,8 +79,21 @@ def _refused(message: str) -> int:
     return 2
 
 
-def _line(value: dict[str, Any]) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False))
+def _as_json() -> bool:
+    return bool(click.get_current_context().meta.get(AS_JSON))
+
+
+def _show(value: dict[str, Any]) -> None:
+    """One record: its fields for people, or one JSON line."""
+    click.echo(json_lines([value]) if _as_json() else record_text(value, now_ms()))
+
+
+def _rows(rows: list[dict[str, Any]], listing: Listing) -> None:
+    """A listing: a table for people, or JSON lines; when it is empty, a line saying so (stderr with --json)."""
+    if rows:
+        click.echo(json_lines(rows) if _as_json() else table(rows, listing, now_ms()))
+    else:
+        click.echo(f"# {listing.nothing}" if _as_json() else listing.nothing, err=_as_json())
 
 
 @click.group(help=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -78,6 +105,22 @@ def cli() -> None:
 @cli.group(help="service keys")
 def keys() -> None:
     pass
+
+
+KEYS = Listing(
+    (
+        "key_id",
+        "service_id",
+        "capabilities",
+        "app_codes",
+        "order",
+        "created_at_ms",
+        "expires_at_ms",
+        "revoked_at_ms",
+        "last_used_at_ms",
+    ),
+    "No service keys: create one with `herald-ops keys create`.",
+)
 
 
 def _key_view(record: Any) -> dict[str, Any]:
@@ -100,8 +143,11 @@ def _key_view(record: Any) -> dict[str, Any]:
 
 
 def _new_key(key: str, record: Any) -> int:
+    """The key alone on stdout (for `KEY=$(...)`); its rights on stderr, as a comment."""
     click.echo(key)
-    click.echo(f"# {json.dumps(_key_view(record))} (the key is shown once; only its hash is stored)", err=True)
+    rights = json_lines([_key_view(record)]) if _as_json() else record_text(_key_view(record), now_ms())
+    click.echo("# the key is shown once; only its hash is stored", err=True)
+    click.echo("\n".join(f"# {line}" for line in rights.splitlines()), err=True)
     return 0
 
 
@@ -163,8 +209,8 @@ def keys_create(
 @click.option("--service")
 @stack_options
 def keys_list(service: str | None, **where: Any) -> int:
-    for record in _service_keys(_stack(**where)).list_keys(service):
-        _line(_key_view(record))
+    found = [_key_view(key) for key in _service_keys(_stack(**where)).list_keys(service)]
+    _rows(found, KEYS)
     return 0
 
 
@@ -191,7 +237,7 @@ def keys_revoke(key_id: str, in_seconds: int, **where: Any) -> int:
         record = _service_keys(_stack(**where)).revoke(key_id, in_ms=in_seconds * 1000)
     except HeraldError as error:
         return _refused(error.message)
-    _line(_key_view(record))
+    _show(_key_view(record))
     return 0
 
 
@@ -201,28 +247,53 @@ def events() -> None:
     pass
 
 
+BLOCKED_LANES = Listing(
+    ("lane", "job_id", "status", "why", "blocked_at_ms", "waiting_behind"),
+    "Nothing is blocked: every lane's events are moving.",
+)
+UNKNOWN_JOBS = Listing(
+    ("lane", "job_id", "why", "first_marked_at_ms", "awaiting_operator", "next_settle_at_ms"),
+    "No job is UNKNOWN.",
+)
+
+
 def _event_operations(stack: Stack) -> Any:
     from herald.events.wiring import operations
 
     return operations(stack.container)
 
 
-def _blocked(only_unknown: bool, where: dict[str, Any]) -> int:
+def _blocked(only_unknown: bool, service: str | None, wait: int, where: dict[str, Any]) -> int:
+    """The blocked lanes (or UNKNOWN jobs); with `wait`, looked at again until one shows or that many seconds
+    passed (a script that just caused one)."""
     from herald_ops.views import blocked_services
 
-    for row in blocked_services(_stack(**where), only_unknown):
-        _line(row)
+    stack, deadline = _stack(**where), time.monotonic() + wait
+    rows = blocked_services(stack, only_unknown, service)
+    while not rows and time.monotonic() < deadline:
+        time.sleep(0.5)
+        rows = blocked_services(stack, only_unknown, service)
+    _rows(rows, UNKNOWN_JOBS if only_unknown else BLOCKED_LANES)
     return 0
+
+
+def blocked_options(command: F) -> F:
+    """--service and --wait of `events blocked` and `events unknown`."""
+    command = click.option("--service", help="only this service's lanes")(command)
+    return click.option(
+        "--wait", type=click.IntRange(0, 300), default=0, help="seconds to wait for one to show (default: look once)"
+    )(command)
 
 
 @events.command(
     "blocked",
     help="lanes (services, or a service's targets) stopped by a failed or UNKNOWN job: the job, why, "
-    "age, how many wait",
+    "since when, how many wait",
 )
+@blocked_options
 @stack_options
-def events_blocked(**where: Any) -> int:
-    return _blocked(False, where)
+def events_blocked(service: str | None, wait: int, **where: Any) -> int:
+    return _blocked(False, service, wait, where)
 
 
 @events.command(
@@ -230,9 +301,10 @@ def events_blocked(**where: Any) -> int:
     help="jobs whose side effect may or may not have happened: those Herald still settles (next_settle_at_ms) and "
     "those it left to you (awaiting_operator), with its evidence (check Feishu, then resolve)",
 )
+@blocked_options
 @stack_options
-def events_unknown(**where: Any) -> int:
-    return _blocked(True, where)
+def events_unknown(service: str | None, wait: int, **where: Any) -> int:
+    return _blocked(True, service, wait, where)
 
 
 @events.command(
@@ -249,7 +321,7 @@ def events_show(job: str, **where: Any) -> int:
         found = _event_operations(_stack(**where)).get(job)
     except HeraldError as error:
         return _refused(error.message)
-    _line(describe(found))
+    _show(describe(found))
     return 0
 
 
@@ -276,7 +348,7 @@ def events_resolve(job: str, sent: str | None, requeue: bool, skip: bool, by: st
             resolved = operations.skip(job, by, note)
     except HeraldError as error:
         return _refused(error.message)
-    _line(describe(resolved))
+    _show(describe(resolved))
     return 0
 
 
@@ -284,6 +356,10 @@ def events_resolve(job: str, sent: str | None, requeue: bool, skip: bool, by: st
 @cli.group(help="dead-letter queues")
 def dlq() -> None:
     pass
+
+
+DLQS = Listing(("dlq", "kind", "source", "depth", "oldest_age_s"), "No dead-letter queue is declared.")
+PEEKED = Listing(("message_id", "group", "sent_at_ms", "receive_count", "failure_reason"), "The queue is empty.")
 
 
 def _dead_letter_queues(stack: Stack, name: str | None = None) -> list[Any]:
@@ -317,8 +393,7 @@ def dlq_list(wait: int, **where: Any) -> int:
 
     stack = _stack(**where)
     sqs = stack.client("sqs")
-    for queue in _dead_letter_queues(stack):
-        _line(describe(sqs, queue, now_ms(), wait_s=wait))
+    _rows([describe(sqs, queue, now_ms(), wait_s=wait) for queue in _dead_letter_queues(stack)], DLQS)
     return 0
 
 
@@ -333,8 +408,7 @@ def dlq_peek(name: str, most: int, wait: int, **where: Any) -> int:
     stack = _stack(**where)
     (queue,) = _dead_letter_queues(stack, name)
     seen = peek(stack.client("sqs"), queue, most, wait_s=wait)
-    for message in seen.messages:
-        _line(peeked_view(message))
+    _rows([peeked_view(message) for message in seen.messages], PEEKED)
     click.echo(f"# {len(seen.messages)} shown of {seen.depth} in {queue.logical_id}", err=True)
     if seen.not_shown and len(seen.messages) < most:
         click.echo(
@@ -365,12 +439,12 @@ def dlq_redrive(
     if not queue.redrivable:
         return _refused(f"{queue.logical_id} holds {queue.kind}: nothing to send back (see README, Operating)")
     if not execute:
-        _line({"dry_run": True, **plan(sqs, queue, most, wait_s=wait)})
+        _show({"dry_run": True, **plan(sqs, queue, most, wait_s=wait)})
         click.echo("# nothing moved: add --execute to redrive", err=True)
         return 0
     journal_path = Path(journal) if journal else views.journal_path(stack, queue.logical_id)
     redrive = Redrive(sqs, queue, Journal.open(journal_path), rate_per_s=rate, visibility_s=visibility, wait_s=wait)
-    _line({"dlq": queue.logical_id, "to": queue.source_logical_id, **redrive.run(most).as_dict()})
+    _show({"dlq": queue.logical_id, "to": queue.source_logical_id, **redrive.run(most).as_dict()})
     return 0
 
 
@@ -388,7 +462,7 @@ def dlq_purge(name: str, yes: bool, **where: Any) -> int:
         if answer.strip() != queue.logical_id:
             return _refused("not confirmed: nothing deleted")
     purge(stack.client("sqs"), queue)
-    _line({"dlq": queue.logical_id, "purged": True})
+    _show({"dlq": queue.logical_id, "purged": True})
     return 0
 
 
@@ -396,6 +470,12 @@ def dlq_purge(name: str, yes: bool, **where: Any) -> int:
 @cli.group(help="action confirms")
 def confirms() -> None:
     pass
+
+
+STUCK = Listing(
+    ("app_code", "confirm_id", "status", "why", "overdue_s", "last_error"),
+    "No confirm is stuck and no push failed for good.",
+)
 
 
 def _confirm_operations(stack: Stack) -> Any:
@@ -410,8 +490,7 @@ def _confirm_operations(stack: Stack) -> Any:
 def confirms_stuck(grace: int, **where: Any) -> int:
     from herald_ops.views import stuck_confirms
 
-    for row in stuck_confirms(_stack(**where), grace):
-        _line(row)
+    _rows(stuck_confirms(_stack(**where), grace), STUCK)
     return 0
 
 
@@ -427,7 +506,7 @@ def confirms_repair(confirm_id: str, app: str | None, **where: Any) -> int:
         repaired = _confirm_operations(stack).repair(app or stack.settings.default_app_code, confirm_id)
     except HeraldError as error:
         return _refused(error.message)
-    _line({**view(repaired.confirm), "resent": list(repaired.resent)})
+    _show({**view(repaired.confirm), "resent": list(repaired.resent)})
     return 0
 
 
@@ -435,6 +514,12 @@ def confirms_repair(confirm_id: str, app: str | None, **where: Any) -> int:
 @cli.group(help="owner services' registered business types")
 def owners() -> None:
     pass
+
+
+OWNERS = Listing(
+    ("app_code", "business_type", "service_id", "enabled", "callback_url", "updated_at_ms"),
+    "No owner service has registered a business type.",
+)
 
 
 def _registrations(stack: Stack) -> Any:
@@ -449,8 +534,7 @@ def _registrations(stack: Stack) -> Any:
 def owners_list(app: str | None, **where: Any) -> int:
     from herald.owners.models import view
 
-    for registration in _registrations(_stack(**where)).all(app):
-        _line(view(registration))
+    _rows([view(registration) for registration in _registrations(_stack(**where)).all(app)], OWNERS)
     return 0
 
 
@@ -462,7 +546,7 @@ def _set_enabled(business_type: str, app: str | None, enabled: bool, where: dict
         registration = _registrations(stack).set_enabled(app or stack.settings.default_app_code, business_type, enabled)
     except HeraldError as error:
         return _refused(error.message)
-    _line(view(registration))
+    _show(view(registration))
     return 0
 
 
@@ -497,7 +581,7 @@ def owners_release(business_type: str, confirmed: str, app: str | None, **where:
         released = _registrations(stack).release(app or stack.settings.default_app_code, business_type)
     except HeraldError as error:
         return _refused(error.message)
-    _line({**view(released), "released": True})
+    _show({**view(released), "released": True})
     return 0
 
 
@@ -521,7 +605,7 @@ def owners_transfer(business_type: str, to_service: str, app: str | None, **wher
         )
     except HeraldError as error:
         return _refused(error.message)
-    _line({**view(moved), "signing_secret": secret})
+    _show({**view(moved), "signing_secret": secret})
     return 0
 
 
@@ -529,6 +613,12 @@ def owners_transfer(business_type: str, to_service: str, app: str | None, **wher
 @cli.group(help="tenants: each app_code's own Tencent IM and Feishu apps (secrets stay in SSM)")
 def tenants() -> None:
     pass
+
+
+TENANTS = Listing(
+    ("app_code", "display_name", "enabled", "tencent_im", "feishu"),
+    "No tenant is registered: every app_code uses the stack's own providers.",
+)
 
 
 def _tenants(stack: Stack) -> Any:
@@ -578,7 +668,7 @@ def tenants_set(
             if feishu_app_id is None or feishu_secret_parameter is None:
                 return _refused("a tenant's own Feishu app needs --feishu-app-id and --feishu-secret-parameter")
             feishu = rules.feishu(feishu_app_id, feishu_secret_parameter, feishu_base_url)
-        _line(registry.set(app_code, display_name, im, feishu).view())
+        _show(registry.set(app_code, display_name, im, feishu).view())
     except HeraldError as error:
         return _refused(error.message)
     return 0
@@ -587,8 +677,7 @@ def tenants_set(
 @tenants.command("list", help="every registered tenant (never a secret: only the names of their SSM parameters)")
 @stack_options
 def tenants_list(**where: Any) -> int:
-    for tenant in _tenants(_stack(**where)).all():
-        _line(tenant.view())
+    _rows([tenant.view() for tenant in _tenants(_stack(**where)).all()], TENANTS)
     return 0
 
 
@@ -597,7 +686,7 @@ def tenants_list(**where: Any) -> int:
 @stack_options
 def tenants_show(app_code: str, **where: Any) -> int:
     try:
-        _line(_tenants(_stack(**where)).show(app_code).view())
+        _show(_tenants(_stack(**where)).show(app_code).view())
     except HeraldError as error:
         return _refused(error.message)
     return 0
@@ -605,7 +694,7 @@ def tenants_show(app_code: str, **where: Any) -> int:
 
 def _switch_tenant(app_code: str, enabled: bool, where: dict[str, Any]) -> int:
     try:
-        _line(_tenants(_stack(**where)).switch(app_code, enabled).view())
+        _show(_tenants(_stack(**where)).switch(app_code, enabled).view())
     except HeraldError as error:
         return _refused(error.message)
     return 0
@@ -626,6 +715,9 @@ def tenants_enable(app_code: str, **where: Any) -> int:
 
 
 # ---------------------------------------------------------------------- preflight
+FINDINGS = Listing(("check", "ok", "detail"), "Nothing to check.")
+
+
 @cli.command(
     "preflight", help="what a deployed stack needs: SSM secrets (its own, its tenants'), identity provider, ids"
 )
@@ -639,8 +731,7 @@ def preflight_command(**where: Any) -> int:
     findings = preflight(
         stack.name, stack.client("cloudformation"), stack.client("ssm"), stack.client("kms"), _registered(stack)
     )
-    for finding in findings:
-        _line(finding.to_dict())
+    _rows([finding.to_dict() for finding in findings], FINDINGS)
     return 0 if all(finding.ok for finding in findings) else 1
 
 

@@ -10,7 +10,7 @@ from herald_ops.stack import REPO_ROOT, Stack
 from herald.clock import now_ms
 
 
-def blocked_services(stack: Stack, only_unknown: bool = False) -> list[dict[str, Any]]:
+def blocked_services(stack: Stack, only_unknown: bool = False, service: str | None = None) -> list[dict[str, Any]]:
     """Each lane (a service, or one target of a service ordering by target) stopped by a failed or UNKNOWN job:
     the job (its `lane` among its fields), why, its age and how many events wait in the lane."""
     from herald.events.operations import describe
@@ -18,7 +18,7 @@ def blocked_services(stack: Stack, only_unknown: bool = False) -> list[dict[str,
 
     now, rows = now_ms(), []
     for job, head in operations(stack.container).blocked():
-        if only_unknown and str(job.status) != "unknown":
+        if (only_unknown and str(job.status) != "unknown") or service not in (None, job.service_id):
             continue
         row = describe(job)
         row["age_s"] = round((now - job.blocked_at_ms) / 1000, 1)

@@ -22,7 +22,6 @@ def observe_stage(stage: str) -> None:
 def count_for_tenant(name: str, app_code: str) -> None:
     """One more of `name` for a tenant whose provider is its own (dimensions app_code and stage): a tenant's
     outage shows, and alarms, as that tenant's, beside the stack-wide metric of the same event."""
-    with single_metric(
-        name=name, unit=MetricUnit.Count, value=1, namespace="Herald", default_dimensions=metrics.default_dimensions
-    ) as metric:
-        metric.add_dimension("app_code", app_code)
+    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace="Herald") as metric:
+        for dimension, value in {**metrics.default_dimensions, "app_code": app_code}.items():
+            metric.add_dimension(dimension, value)

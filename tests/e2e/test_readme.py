@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from collections.abc import Iterator
 
@@ -33,6 +34,8 @@ KEYS = "OLD=$(.venv/bin/herald-ops keys create --service reports"
 OWNER_SERVICE = "ADMIN=$(.venv/bin/herald token --user 10001)"
 SDK = "PARTNER=$(.venv/bin/herald-ops keys create --service sdk-demo"
 TENANTS = ".venv/bin/herald fake im-app --sdk-app-id 1400000002"
+INBOX = "PRODUCER=$(.venv/bin/herald-ops keys create --service agent-platform"
+OPERATE = ".venv/bin/herald fake feishu-fail --chat oc_ops"
 OWN_PROVIDER = ".venv/bin/herald local --parameter TencentImBaseUrl=http://127.0.0.1:9000"  # its own test module
 
 
@@ -54,7 +57,7 @@ def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def test_the_readme_has_no_command_block_this_test_does_not_run_or_explain() -> None:
-    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK, TENANTS)
+    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK, TENANTS, INBOX, OPERATE)
     unknown = [first for first in BLOCKS if first not in NOT_RUN_HERE and not first.startswith(starts)]
     assert unknown == []
     assert all(block(start) for start in starts)  # each known block is there, once
@@ -76,8 +79,8 @@ def test_try_it_invite_accept_and_watch_as_written(make_dev: None) -> None:
 
 def test_the_sample_owner_service_as_written(make_dev: None) -> None:
     for _ in range(2):  # a second run asks again: a new join request, a new confirm
-        values = json_values(run_block(block(OWNER_SERVICE)))
-        push, accepted, group, registration = values[0], values[1], values[2], values[3]
+        output = run_block(block(OWNER_SERVICE))
+        push, accepted, group = json_values(output)
         assert push["data"]["type"] == "im_confirm" and push["data"]["business_type"] == "group_join"
         assert [a["label"] for a in push["data"]["actions"]] == ["Decline", "Let them in"]
         assert accepted["data"]["status"] == "accepted"
@@ -85,7 +88,9 @@ def test_the_sample_owner_service_as_written(make_dev: None) -> None:
         assert "10002" in group["members"]
         (request,) = [r for r in group["requests"] if r["request_id"] == accepted["data"]["business_id"]]
         assert request["state"] == "accepted"
-        assert registration["business_type"] == "group_join" and "whsec_" not in json.dumps(values)
+        # `owners list`: a table, the registration's row, never its secret
+        assert re.search(r"^lalu\s+group_join\s+\S+\s+yes\s+http", output, re.MULTILINE), output
+        assert "whsec_" not in output
 
 
 def one_card_at_revision_two(feishu: str, chat: str) -> None:
@@ -111,7 +116,9 @@ def test_external_events_as_written(make_dev: None) -> None:
     output = run_block(block(EVENTS))
     answers = [v for v in json_values(output) if "code" in v]
     assert [(a["code"], a["data"]["event_id"]) for a in answers] == [("OK", "evt-1"), ("OK", "evt-2")], output
-    assert [v["revision"] for v in json_values(output) if v.get("job_id") == "scheduler:1"] == [1], output
+    assert "Nothing is blocked" in output  # `events blocked`, with nothing to show, says so
+    assert re.search(r"^job id\s+scheduler:1$", output, re.MULTILINE), output  # `events show`: the job's fields
+    assert re.search(r"^revision\s+1$", output, re.MULTILINE), output
     feishu = json.loads(DEV_STATE.read_text())["fakes"]["feishu"]
 
     eventually(lambda: one_card_at_revision_two(feishu, "oc_demo"))
@@ -127,8 +134,10 @@ def test_agent_turn_queue_as_written(make_dev: None) -> None:
 
 def test_service_keys_as_written(make_dev: None) -> None:
     output = run_block(block(KEYS))
-    listed = json_values(output)
-    assert any(key["service_id"] == "reports" for key in listed), output
+    lines = output.splitlines()
+    (heading,) = [at for at, line in enumerate(lines) if line.split()[:4] == ["key", "id", "service", "id"]]
+    assert lines[heading + 1].split()[1] == "reports", output  # `keys list`: a table people read
+    assert re.search(r"^revoked at\s+\d\d:\d\d:\d\d \(\d+ s ago\)$", output, re.MULTILINE), output
 
 
 def test_several_apps_on_one_stack_as_written(make_dev: None) -> None:
@@ -137,10 +146,11 @@ def test_several_apps_on_one_stack_as_written(make_dev: None) -> None:
         values = json_values(output)
         (push,) = [v for v in values if "msg_key" in v]
         assert push["sdk_app_id"] == 1400000002 and push["data"]["type"] == "im_confirm", output
-        assert any(v.get("app_code") == "shop" and v.get("enabled") is False for v in values), output
+        # set, disable, enable: the tenant's fields; the listing between them a table
+        assert re.findall(r"^enabled\s+(\S+)$", output, re.MULTILINE) == ["yes", "no", "yes"], output
+        assert re.search(r"^shop\s+The Shop\s+yes\s+sdk_app_id=1400000002", output, re.MULTILINE), output
         refused = [v for v in values if v.get("code") == "PERMISSION_DENIED"]
         assert [r["data"]["reason"] for r in refused] == ["tenant_disabled"], output
-        assert values[-1]["app_code"] == "shop" and values[-1]["enabled"] is True
     key = boto3.client(
         "ssm",
         endpoint_url=json.loads(DEV_STATE.read_text())["aws_endpoint"],
@@ -149,3 +159,31 @@ def test_several_apps_on_one_stack_as_written(make_dev: None) -> None:
         aws_secret_access_key="local",
     ).get_parameter(Name="/herald/tenants/shop/tencent-im-key", WithDecryption=True)["Parameter"]["Value"]
     assert key not in output
+
+
+def test_the_inbox_as_written(make_dev: None) -> None:
+    """Three notifications, one read, then all: the bell rings with newer counts only and ends at 0."""
+    for _ in range(2):  # a second run starts from the first one's zero
+        output = run_block(block(INBOX))
+        answers = [v for v in json_values(output) if "code" in v]
+        assert [a["data"]["created"] for a in answers[:3]] == [True, True, True], output
+        assert [a["data"]["unread_count"] for a in answers[3:]] == [2, 0, 0], output
+        rung = [(int(n), int(v)) for n, v in re.findall(r"^bell: (\d+) unread \(version (\d+)\)", output, re.M)]
+        assert rung and rung[-1][0] == 0, output  # it rang, and ended where the user is: nothing unread
+        assert [version for _, version in rung] == sorted({version for _, version in rung}), output  # newer only
+
+
+def both_steps_sent_in_order(feishu: str) -> None:
+    titles = [c["title"] for c in httpx.get(f"{feishu}/__fake/messages").json() if c["receive_id"] == "oc_ops"]
+    assert titles == ["Nightly step 1", "Nightly step 2"], titles
+
+
+def test_operate_a_blocked_lane_as_written(make_dev: None) -> None:
+    output = run_block(block(OPERATE))
+    blocked = [line for line in output.splitlines() if line.startswith("nightly ")]
+    assert len(blocked) == 1 and "230002" in blocked[0] and " ago)" in blocked[0], output
+    assert re.search(r"^resolutions\s+.*requeue", output, re.MULTILINE), output
+    assert output.rstrip().endswith("Nothing is blocked: every lane's events are moving."), output
+    feishu = json.loads(DEV_STATE.read_text())["fakes"]["feishu"]
+
+    eventually(lambda: both_steps_sent_in_order(feishu))

@@ -1,9 +1,12 @@
-"""An operator's command builds Herald's services from the settings the deployed stack runs with (its HTTP
-function's environment), not from defaults: a job an operator skips expires after the stack's retention."""
+"""An operator's commands against a deployed stack (on moto). They build Herald's services from the settings the
+stack runs with (its HTTP function's environment), not from defaults: a job an operator skips expires after the
+stack's retention. They print tables with local times for people and JSON lines with `--json`, and a listing
+with nothing in it says so."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,7 +97,7 @@ def test_an_operator_sees_a_superseded_revision_and_the_revision_sent_instead(
     store.commit(old, old.superseded(new, now_ms(), now_ms() + 60_000), now_ms(), advance=True)
     capsys.readouterr()
 
-    assert main(["events", "show", "scheduler:1", "--stack", STACK]) == 0
+    assert main(["events", "show", "scheduler:1", "--stack", STACK, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["status"], shown["outcome"]) == ("superseded", "superseded")
     assert shown["resolutions"][-1] | {"at_ms": 0} == {
@@ -106,3 +109,48 @@ def test_an_operator_sees_a_superseded_revision_and_the_revision_sent_instead(
     }
     assert main(["events", "show", "scheduler:9", "--stack", STACK]) == 2
     assert "no job scheduler:9" in capsys.readouterr().err
+
+
+EMPTY_LISTINGS = {
+    ("events", "blocked"): "Nothing is blocked",
+    ("events", "unknown"): "No job is UNKNOWN",
+    ("confirms", "stuck"): "No confirm is stuck",
+    ("keys", "list"): "No service keys",
+    ("owners", "list"): "No owner service has registered",
+    ("tenants", "list"): "No tenant is registered",
+}
+
+
+@pytest.mark.parametrize("command", list(EMPTY_LISTINGS), ids=" ".join)
+def test_a_listing_with_nothing_to_show_says_so(
+    deployed: str, command: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--stack", STACK]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.startswith(EMPTY_LISTINGS[command]), printed
+
+    assert main([*command, "--stack", STACK, "--json"]) == 0
+    printed = capsys.readouterr()
+    assert printed.out == "" and printed.err.startswith(f"# {EMPTY_LISTINGS[command]}"), printed
+
+
+def test_a_blocked_lane_is_shown_with_local_times_and_ages_and_as_json_with_epoch_milliseconds(
+    deployed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = DynamoEventStore(deployed)
+    job = store.append(Lane("scheduler"), ExternalEvent.from_content("e1", EVENT), now_ms)
+    job = store.commit(job, job.claimed("attempt-1", now_ms() + 60_000), now_ms())
+    store.commit(job, job.failed("Feishu refused it", now_ms(), None), now_ms())
+    capsys.readouterr()
+
+    assert main(["events", "blocked", "--stack", STACK]) == 0
+    heading, row = capsys.readouterr().out.splitlines()
+    assert heading.split() == ["lane", "job", "id", "status", "why", "blocked", "at", "waiting", "behind"]
+    assert row.startswith("scheduler") and "scheduler:1" in row and "Feishu refused it" in row
+    assert re.search(r"\d\d:\d\d:\d\d \(\d+ s ago\)", row) and not re.search(r"\d{10}", row), row
+
+    assert main(["events", "blocked", "--stack", STACK, "--json"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    blocked = json.loads(line)
+    assert (blocked["job_id"], blocked["status"]) == ("scheduler:1", "failed")
+    assert abs(blocked["blocked_at_ms"] - now_ms()) < 60_000

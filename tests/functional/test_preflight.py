@@ -47,7 +47,7 @@ def _stack(parameters: dict[str, str], with_tenants_table: bool = False) -> None
 
 
 def _run(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, dict[str, Any]]]:
-    code = main(["preflight", "--stack", STACK, "--region", "us-east-1"])
+    code = main(["preflight", "--stack", STACK, "--region", "us-east-1", "--json"])
     findings = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     return code, {finding["check"]: finding for finding in findings}
 

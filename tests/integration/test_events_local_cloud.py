@@ -59,7 +59,7 @@ def titles_for(cloud: LocalCloudProcess, partner: Partner) -> list[str]:
 
 
 def herald_ops(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
-    command = [sys.executable, "-m", "herald_ops.cli", "events", *args, "--state-file", str(cloud.state_file)]
+    command = [sys.executable, "-m", "herald_ops.cli", "events", *args, "--state-file", str(cloud.state_file), "--json"]
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True, timeout=60)
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
@@ -193,7 +193,7 @@ def test_a_service_ordering_by_target_blocks_only_the_refused_chats_lane_and_the
         "/events/external",
     ]
     command += ["--target", f"chat_id:{blocked}", "--target", f"chat_id:{free}", "--order", "target"]
-    command += ["--state-file", str(cloud.state_file)]
+    command += ["--state-file", str(cloud.state_file), "--json"]
     created = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True)
     assert '"order": "target"' in created.stderr
     http = httpx.Client(

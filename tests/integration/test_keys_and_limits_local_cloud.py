@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 
 
 def keys_cli(cloud: LocalCloudProcess, *args: str) -> str:
-    command = [sys.executable, "-m", "herald_ops.cli", "keys", *args, "--state-file", str(cloud.state_file)]
+    command = [sys.executable, "-m", "herald_ops.cli", "keys", *args, "--state-file", str(cloud.state_file), "--json"]
     result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout

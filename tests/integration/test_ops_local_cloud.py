@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 
 def herald(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
-    command = [sys.executable, "-m", "herald_ops.cli", "dlq", *args, "--state-file", str(cloud.state_file)]
+    command = [sys.executable, "-m", "herald_ops.cli", "dlq", *args, "--state-file", str(cloud.state_file), "--json"]
     result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
@@ -127,7 +127,7 @@ def test_purge_asks_first_and_stream_failures_are_not_redriven(cloud: LocalCloud
     url = cloud.resource("TurnsDeadLetters")
     sqs.send_message(QueueUrl=url, MessageBody="{}", MessageGroupId="s/a", MessageDeduplicationId="poison")
     base = [sys.executable, "-m", "herald_ops.cli", "dlq"]
-    state = ["--state-file", str(cloud.state_file)]
+    state = ["--state-file", str(cloud.state_file), "--json"]
     refused = subprocess.run(
         [*base, "purge", "TurnsDeadLetters", *state],
         input="no\n",

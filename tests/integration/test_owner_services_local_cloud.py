@@ -37,7 +37,7 @@ def owner() -> Iterator[LoopbackOwner]:
 
 
 def ops(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
-    command = [sys.executable, "-m", "herald_ops.cli", *args, "--state-file", str(cloud.state_file)]
+    command = [sys.executable, "-m", "herald_ops.cli", *args, "--state-file", str(cloud.state_file), "--json"]
     result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
@@ -190,7 +190,7 @@ def test_an_operator_releases_or_transfers_a_squatted_business_type(
         squatters = [OwnerService(cloud, squatter_owner, t) for t in (released_type, moved_type)]
         for squatter in squatters:
             squatter.register()
-        command = ["owners", "release", released_type, "--app", "lalu", "--state-file", str(cloud.state_file)]
+        command = ["owners", "release", released_type, "--app", "lalu", "--state-file", str(cloud.state_file), "--json"]
         unconfirmed = subprocess.run(
             [sys.executable, "-m", "herald_ops.cli", *command],
             check=False, capture_output=True, text=True, cwd=REPO, timeout=120,

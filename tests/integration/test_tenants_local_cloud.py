@@ -92,7 +92,7 @@ class Tenant:
 
 
 def ops(cloud: LocalCloudProcess, *args: str) -> list[dict[str, Any]]:
-    command = [sys.executable, "-m", "herald_ops.cli", *args, "--state-file", str(cloud.state_file)]
+    command = [sys.executable, "-m", "herald_ops.cli", *args, "--state-file", str(cloud.state_file), "--json"]
     result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]

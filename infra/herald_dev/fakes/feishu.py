@@ -14,6 +14,7 @@ Faults (tests): POST /__fake/faults with a list; each answers one matching reque
   {"op": "send", "after_send": true, "answer": {"msg": "x"}}     ... answered with this JSON (no code) instead
   {"op": "send"|"update", "hang": 6.0}                           done, but answered only after that many seconds
                                                                  (past the client's timeout: never answered)
+  a fault with "receive_id": "oc_x" answers only a send to that chat or person (`herald fake feishu-fail`)
 and POST /__fake/chaos {"rate": 0.2, "seed": 7} answers that share of sends/updates with a rate limit (nothing
 done). POST /__fake/limits {"app_per_second": 50, "chat_per_second": 5, "latency_ms": 100} enforces Feishu's
 message limits as Feishu does (over the app's: HTTP 429 `99991400`; over one chat's or person's: `230020`;
@@ -154,10 +155,10 @@ class FakeFeishu(LoopbackFake):
             return 200, {"ok": True}, _JSON
         return _error(404, "no such control", 404)
 
-    def _take_fault(self, op: str) -> dict[str, Any] | None:
+    def _take_fault(self, op: str, receive_id: str = "") -> dict[str, Any] | None:
         with self._lock:
             for fault in self._faults:
-                if fault.get("op", "send") == op:
+                if fault.get("op", "send") == op and fault.get("receive_id", receive_id) == receive_id:
                     self._faults.remove(fault)
                     return fault
             if op != "token" and self._chaos is not None:
@@ -220,7 +221,7 @@ class FakeFeishu(LoopbackFake):
         card = self._card(body.get("content"))
         if isinstance(card, str):
             return _error(230001, card)
-        fault = self._take_fault("send")
+        fault = self._take_fault("send", str(body["receive_id"]))
         if fault is not None and not fault.get("after_send") and not fault.get("hang"):
             with self._lock:
                 self.stats["refused"] += 1

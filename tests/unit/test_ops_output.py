@@ -1,0 +1,39 @@
+"""What `herald-ops` prints for people: ages as people say them, times in the local zone with how long ago,
+long cells cut in a table but whole in a record."""
+
+from __future__ import annotations
+
+import re
+
+from herald_ops.output import Listing, age, moment, record_text, table
+
+NOW_MS = 1_796_374_823_454
+
+
+def test_ages_are_said_in_the_largest_units_that_fit() -> None:
+    assert [age(s) for s in (0.4, 42, 60, 3 * 60 + 59, 3600, 2 * 3600 + 5 * 60, 86_400, 3 * 86_400 + 4 * 3600)] == [
+        "0 s",
+        "42 s",
+        "1 min",
+        "3 min",
+        "1 h",
+        "2 h 5 min",
+        "1 d",
+        "3 d 4 h",
+    ]
+
+
+def test_a_moment_says_how_long_ago_or_how_soon() -> None:
+    assert re.fullmatch(r"\d\d:\d\d:\d\d \(3 min ago\)", moment(NOW_MS - 180_000, NOW_MS))
+    assert re.fullmatch(r"\d\d:\d\d:\d\d \(in 42 s\)", moment(NOW_MS + 42_000, NOW_MS))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(3 d ago\)", moment(NOW_MS - 3 * 86_400_000, NOW_MS))
+
+
+def test_a_table_cuts_long_cells_and_a_record_shows_them_whole() -> None:
+    why = "Feishu answered 230001: " + "x" * 100
+    row = {"job_id": "svc:1", "why": why, "blocked_at_ms": NOW_MS - 5_000, "targets": ["a", "b"], "note": None}
+    lines = table([row], Listing(("job_id", "why", "blocked_at_ms"), "nothing"), NOW_MS).splitlines()
+    assert lines[0].split() == ["job", "id", "why", "blocked", "at"]
+    assert "…" in lines[1] and why not in lines[1] and "(5 s ago)" in lines[1]
+    shown = record_text(row, NOW_MS)
+    assert why in shown and "a, b" in shown and re.search(r"^note\s+-$", shown, re.MULTILINE)
