@@ -5,6 +5,7 @@ in docs/console/ for the README."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 import time
@@ -137,10 +138,12 @@ def new_user() -> str:
 def test_im_an_invitation_card_appears_is_accepted_and_greys_out_when_its_update_arrives(
     cloud: LocalCloudProcess, console: str, browser: WebDriver
 ) -> None:
+    """Viewed as the inviter, the card says only the receiver may act and offers to view as them; its times
+    are shown, and when it was answered."""
     inviter, target = new_user(), new_user()
     panel(browser, console, "im")
-    fill(browser, "im-a", inviter)
-    fill(browser, "im-b", target)
+    fill(browser, "im-a", target)
+    fill(browser, "im-b", inviter)
     invited = httpx.post(
         f"{cloud.http_url}/api/v1/role-invitations",
         json={"invitation_type": "host", "target_user_id": target},
@@ -149,10 +152,25 @@ def test_im_an_invitation_card_appears_is_accepted_and_greys_out_when_its_update
     assert invited.status_code == 200, invited.text
     card: WebElement = until(lambda: browser.find_element(By.CSS_SELECTOR, "li.confirm"), what="the confirm card")
     assert "invited you to become a host" in card.text and card.get_attribute("data-state") == "pending"
-    card.find_element(By.CSS_SELECTOR, 'button[data-action="accept"]').click()
+    assert not card.find_element(By.CSS_SELECTOR, 'button[data-action="accept"]').is_enabled()
+    hint = card.find_element(By.CSS_SELECTOR, ".who-acts")
+    assert f"Only {target}, the receiver, may act on it." in hint.text
+    assert re.search(r"sent .+ \(\d+ s ago\) · expires .+ \(in \d+ d( \d+ h)?\)", card.text), card.text
+    click(lambda: browser.find_element(By.CSS_SELECTOR, ".who-acts button"), what=f"View as {target}")
+    accept = until(
+        lambda: (
+            browser.find_element(By.CSS_SELECTOR, 'li.confirm button[data-action="accept"]').is_enabled()
+            and browser.find_element(By.CSS_SELECTOR, 'li.confirm button[data-action="accept"]')
+        ),
+        what="the receiver's own buttons",
+    )
+    assert browser.find_element(By.ID, "im-b").get_attribute("value") == target
+    assert not browser.find_elements(By.CSS_SELECTOR, ".who-acts")
+    accept.click()
     until(lambda: "accept: the API answered accepted" in browser.find_element(By.ID, "im-status").text, what="answer")
     greyed = until(lambda: browser.find_element(By.CSS_SELECTOR, "li.confirm.done"), what="the greyed card")
     assert greyed.get_attribute("data-state") == "accepted"
+    assert re.fullmatch(r"accepted · .+ \(\d+ s ago\)", greyed.find_element(By.CSS_SELECTOR, ".state").text)
     assert all(not b.is_enabled() for b in greyed.find_elements(By.TAG_NAME, "button"))
     screenshot(browser, "im")
 
@@ -205,7 +223,11 @@ def test_partner_cards_two_revisions_are_one_card_at_revision_two(
             until(partial(one_card_at, browser, chat, "1"), what="one card at revision 1")
     card = until(partial(one_card_at, browser, chat, "2"), what="one card at revision 2")
     assert "step 2" in card.text
-    assert [h.text.split(" ")[0] for h in card.find_elements(By.CSS_SELECTOR, ".history li")] == ["send", "update"]
+    assert card.find_element(By.CSS_SELECTOR, ".card-status").text == "running · job.progress"
+    history = [h.text for h in card.find_elements(By.CSS_SELECTOR, ".history li")]
+    assert [h.split(" ")[0] for h in history] == ["send", "update"]
+    for revision, line in zip((1, 2), history, strict=True):  # what changed between revisions, and when
+        assert re.search(rf"\(\d+ s ago\): Job 42 · running · job.progress · step {revision}$", line), history
     screenshot(browser, "cards")
 
 
@@ -242,6 +264,7 @@ def test_operate_an_unknown_job_blocks_its_lane_and_resolving_it_on_the_page_dra
         what="the blocked lane",
     )
     assert "unknown (yours)" in row.text and f"{lane}:1" in row.text
+    assert re.fullmatch(r".+ \(\d+ s ago\)", row.find_elements(By.TAG_NAME, "td")[4].text)  # blocked since
     post(1, chat)
     post(2, other)
 
@@ -318,6 +341,12 @@ def test_sessions_a_queued_message_is_shown_with_its_position_and_its_sender_can
     screenshot(browser, "sessions")
     click(lambda: row("second").find_element(By.TAG_NAME, "button"), what="Cancel on the queued message")
     until(lambda: "cancelled" in row("second").text, what="the message cancelled")
+    (turn,) = re.findall(r"started \((\S+)\)", row("first").text)
+    finished = httpx.post(
+        f"{cloud.http_url}/internal/v1/sessions/{session}/agents/po/turns/{turn}/finish", headers=engine
+    )
+    assert finished.is_success, finished.text
+    until(lambda: f"finished ({turn})" in row("first").text, what="the finished turn shown as finished")
 
 
 def test_operate_a_dead_letter_is_peeked_then_redriven_after_its_plan_and_the_queues_name(

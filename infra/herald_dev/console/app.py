@@ -134,8 +134,10 @@ def create_console(stack: Stack, extra_host: str | None = None) -> FastAPI:
                 entry["message_id"],
                 {"message_id": entry["message_id"], "chat": entry["receive_id"], "history": []},
             )
-            card["title"], card["card"] = entry["title"], entry["card"]
-            card["history"].append({"op": entry["op"], "at_ms": entry["at_ms"], "title": entry["title"]})
+            status, summary = _status_line(entry["card"]), _summary_text(entry["card"])
+            card["title"], card["card"], card["status"] = entry["title"], entry["card"], status
+            shown = {"title": entry["title"], "status": status, "summary": summary}
+            card["history"].append({"op": entry["op"], "at_ms": entry["at_ms"], **shown})
         revisions = _card_revisions(stack)
         for card in cards.values():
             card["revision"] = revisions.get(card["message_id"])
@@ -294,6 +296,16 @@ def not_answering(stack: Stack, url: str) -> JSONResponse:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _status_line(card: dict[str, Any]) -> str:
+    """A Herald card's status line (its `note`: the event's status and type), as a person sees it on the card."""
+    notes = [element for element in card.get("elements", []) if element.get("tag") == "note"]
+    return " ".join(str(part.get("content", "")) for note in notes for part in note.get("elements", []))
+
+
+def _summary_text(card: dict[str, Any]) -> str:
+    return " ".join(str(e["text"].get("content", "")) for e in card.get("elements", []) if "text" in e).strip()
 
 
 def _card_revisions(stack: Stack) -> dict[str, int]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from herald import budgets
-from herald.clock import Clock, now_ms
+from herald.clock import Clock, now_ms, utc_text
 from herald.confirms.models import Confirm, ConfirmStatus, CustomMessage, Delivery, SendResult
 from herald.errors import DeliveryError
 
@@ -203,9 +203,9 @@ class ConfirmDelivery:
                 # the same second, so history is the only proof, and only while Tencent keeps it.
                 if self._clock() - delivery.sending_since_ms > self._history_ms:
                     raise PermanentDeliveryFailure(
-                        f"an earlier send (at {delivery.sending_since_ms} ms) may have arrived, and Tencent IM's "
-                        f"history no longer reaches back to it ({self._history_ms // 86_400_000} days): not sent "
-                        "again; look in the conversation, then redrive or drop the push"
+                        f"an earlier send (at {utc_text(delivery.sending_since_ms)}) may have arrived, and Tencent "
+                        f"IM's history no longer reaches back to it ({self._history_ms // 86_400_000} days): not "
+                        "sent again; look in the conversation, then redrive or drop the push"
                     )
                 found = self._paced(
                     ROAMMSG,

@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from herald import budgets
+from herald.clock import utc_text
 
 MAX_BACKOFF_MS = 300_000
 # Feishu im/v1/messages create: "requests holding the same uuid succeed in sending at most one message
@@ -599,7 +600,7 @@ class DispatchPolicy:
         if now + self.reserve_ms <= closes:
             return ""
         return (
-            f"first sent at {job.first_marked_at_ms} ms; Feishu's one-hour uuid window (less "
-            f"{UUID_WINDOW_MARGIN_MS // 60_000} min for clocks) closes at {closes} ms: a resend could deliver a "
+            f"first sent at {utc_text(job.first_marked_at_ms)}; Feishu's one-hour uuid window (less "
+            f"{UUID_WINDOW_MARGIN_MS // 60_000} min for clocks) closes at {utc_text(closes)}: a resend could deliver a "
             "second card"
         )

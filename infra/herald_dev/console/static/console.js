@@ -46,6 +46,27 @@ function morph(shown, next) {
   morphChildren(shown, [...next.childNodes]);
 }
 
+// Times as herald-ops prints them: local time (with the date when not today) and how long ago or how soon.
+function age(seconds) {
+  const s = Math.abs(seconds);
+  if (s < 60) return `${Math.round(s)} s`;
+  const minutes = Math.floor(s / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+  const days = Math.floor(hours / 24);
+  return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
+}
+
+function when(ms) {
+  if (ms == null) return "";
+  const at = new Date(ms);
+  const today = at.toDateString() === new Date().toDateString();
+  const shown = today ? at.toLocaleTimeString() : at.toLocaleString();
+  const delta = (Date.now() - ms) / 1000;
+  return delta >= 0 ? `${shown} (${age(delta)} ago)` : `${shown} (in ${age(delta)})`;
+}
+
 function say(target, text, error = false) {
   target.textContent = text;
   target.classList.toggle("error", error);
@@ -112,6 +133,7 @@ function confirmCard(message, update, viewer) {
   const data = message.data;
   const done = update !== undefined;
   const state = done ? update.data.status : data.status;
+  const receiverOnly = !done && message.to !== viewer;
   const buttons = (data.actions || []).map((action) =>
     el(
       "button",
@@ -129,9 +151,24 @@ function confirmCard(message, update, viewer) {
     { class: `confirm${done ? " done" : ""}`, "data-confirm": data.confirm_id, "data-state": state },
     el("div", { class: "from" }, `${message.from} → ${message.to} · ${data.business_type}/${data.business_subtype}`),
     el("div", {}, data.msg),
-    el("div", { class: "state" }, state),
+    el("div", { class: "state" }, done ? `${state} · ${when(update.received_at_ms)}` : state),
+    el("div", { class: "from times" }, `sent ${when(data.created_at_ms)} · expires ${when(data.expire_at_ms)}`),
     el("div", { class: "actions" }, ...buttons),
+    receiverOnly
+      ? el(
+          "div",
+          { class: "hint who-acts" },
+          `Only ${message.to}, the receiver, may act on it. `,
+          el("button", { class: "link", onclick: () => viewAs(message.to, message.from) }, `View as ${message.to}`),
+        )
+      : "",
   );
+}
+
+function viewAs(viewer, other) {
+  $("im-a").value = other;
+  $("im-b").value = viewer;
+  refresh();
 }
 
 async function act(confirmId, action, user) {
@@ -157,7 +194,7 @@ async function refreshIm() {
     .map((m) =>
       m.data && m.data.type === "im_confirm"
         ? confirmCard(m, updates.get(m.data.confirm_id), b)
-        : el("li", {}, el("div", { class: "from" }, `${m.from} → ${m.to}`), JSON.stringify(m.data)),
+        : el("li", {}, el("div", { class: "from" }, `${m.from} → ${m.to} · ${when(m.received_at_ms)}`), JSON.stringify(m.data)),
     );
   fill($("im-messages"), items, el("li", { class: "empty" }, `No messages between ${a} and ${b} yet.`));
 }
@@ -199,7 +236,7 @@ async function refreshInbox() {
     el(
       "li",
       { class: n.is_read ? "" : "unread", "data-notification": n.notification_id },
-      el("div", { class: "from" }, `${n.kind} · ${n.session_id} · ${new Date(n.created_at_ms).toLocaleString()}`),
+      el("div", { class: "from" }, `${n.kind} · ${n.session_id} · ${when(n.created_at_ms)}`),
       el("div", {}, n.title),
       el(
         "div",
@@ -247,10 +284,11 @@ async function refreshCards() {
       el("div", { class: "from" }, `chat ${card.chat} · ${card.message_id}`),
       el("div", {}, el("b", {}, card.title), ` — revision ${card.revision ?? "?"}`),
       el("div", {}, (card.card.elements || []).map((e) => (e.text ? e.text.content : "")).join(" ")),
+      el("div", { class: "state card-status" }, card.status),
       el(
         "ol",
         { class: "history" },
-        ...card.history.map((h) => el("li", {}, `${h.op} at ${new Date(h.at_ms).toLocaleTimeString()}: ${h.title}`)),
+        ...card.history.map((h) => el("li", {}, `${h.op} ${when(h.at_ms)}: ${h.title} · ${h.status} · ${h.summary}`)),
       ),
     ),
   );
@@ -269,13 +307,19 @@ async function refreshSession(event) {
     const messages = new Map();
     const agents = new Map(); // agent -> its last turn event
     const mark = (id, change) => messages.set(id, { ...(messages.get(id) || { id }), ...change });
+    const turnMessages = new Map(); // turn id -> the messages it carries
+    const at = (e) => (e.at_ms ? ` · ${when(e.at_ms)}` : "");
     for (const e of page.events) {
       const d = e.data || {};
       if (e.type === "chat.message") mark(d.message_id, { agent: d.agent, sender: e.actor, text: d.text, state: "sent" });
       if (e.type === "chat.message_queued") mark(d.message_id, { state: `queued (position ${d.position})` });
       if (e.type === "chat.message_cancelled") mark(d.message_id, { state: "cancelled" });
       if (e.type === "agent.error") mark(d.message_id, { state: `refused: ${d.reason}` });
-      if (e.type === "turn.started") for (const id of d.message_ids || []) mark(id, { state: `started (${d.turn_id})` });
+      if (e.type === "turn.started") {
+        turnMessages.set(d.turn_id, d.message_ids || []);
+        for (const id of d.message_ids || []) mark(id, { state: `started (${d.turn_id})${at(e)}` });
+      }
+      if (e.type === "turn.finished") for (const id of turnMessages.get(d.turn_id) || []) mark(id, { state: `finished (${d.turn_id})${at(e)}` });
       if (e.type === "chat.message_delivered") for (const id of d.message_ids || []) mark(id, { state: "delivered" });
       if (e.type.startsWith("turn.")) agents.set(d.agent, `${e.type} ${d.turn_id || ""}`.trim());
     }
@@ -374,7 +418,7 @@ async function refreshOperate() {
   rows(
     $("dlqs"),
     state.dlqs.map((q) =>
-      row([q.dlq, q.depth, q.oldest_age_s == null ? "" : `${q.oldest_age_s} s`, q.kind, q.source ?? ""], el("span", { class: "actions" },
+      row([q.dlq, q.depth, q.oldest_age_s == null ? "" : age(q.oldest_age_s), q.kind, q.source ?? ""], el("span", { class: "actions" },
         el("button", { onclick: () => dlqDetail(q.dlq, "peek") }, "Peek"),
         el("button", { onclick: () => dlqDetail(q.dlq, "redrive"), disabled: !q.depth || !q.redrivable }, "Redrive…"),
       )),
@@ -385,7 +429,7 @@ async function refreshOperate() {
     $("blocked"),
     state.blocked.map((job) =>
       row(
-        [job.lane, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, `${job.age_s} s`, job.waiting_behind],
+        [job.lane, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, when(job.blocked_at_ms), job.waiting_behind],
         el("button", { "data-job": job.job_id, onclick: () => resolveJob(job) }, "Resolve…"),
       ),
     ),
@@ -395,7 +439,7 @@ async function refreshOperate() {
     $("stuck"),
     state.stuck.map((c) =>
       row(
-        [c.confirm_id, c.status ?? c.push, c.why],
+        [c.confirm_id, c.status ?? c.push, c.overdue_s == null ? c.why : `${c.why}, ${age(c.overdue_s)} overdue`],
         el("button", { onclick: () => operateStep(`repair ${c.confirm_id}`, () => post(`/console/confirms/${c.app_code}/${c.confirm_id}/repair`)) }, "Repair"),
       ),
     ),
