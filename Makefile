@@ -64,9 +64,12 @@ $(CHROMEDRIVER):
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	set -x && $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver
 
-## dev: the whole product on this machine (embedded AWS, HTTP + WebSocket APIs, pollers, fakes)
+## dev: the whole product on this machine (embedded AWS, HTTP + WebSocket APIs, pollers, fakes). Its state is
+## kept in $(DEV_DATA) between runs; `make dev FRESH=1` starts empty, `make dev REQUEST_LOGS=1` logs the local
+## parts' own requests (the console's polls, health checks).
+DEV_DATA ?= .herald/dev-data
 dev: $(STAMP)
-	$(BIN)/herald local
+	$(BIN)/herald local --data-dir $(DEV_DATA) $(if $(FRESH),--fresh) $(if $(REQUEST_LOGS),--request-logs)
 
 ## test: every test. First what the tests need, side by side (the venv, the npm installs, Chromium, SAM CLI, the
 ## client generator; each skipped when already there), then lint, the AWS build check and the clients side by

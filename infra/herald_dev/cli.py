@@ -47,6 +47,10 @@ def cmd_local(args: argparse.Namespace) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", datefmt="%H:%M:%S"
     )
     logging.getLogger("botocore").setLevel(logging.WARNING)
+    logging.getLogger("pynamodb").setLevel(logging.WARNING)
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)  # pollers sharing a client: pool notes
+    # One line a request (the console polls every second, health checks) only when asked for.
+    logging.getLogger("httpx").setLevel(logging.INFO if args.request_logs else logging.WARNING)
     backing = json.loads(Path(args.backing).read_text()) if args.backing else None
     config = LocalCloudConfig(
         template_path=Path(args.template).resolve(),
@@ -69,6 +73,8 @@ def cmd_local(args: argparse.Namespace) -> int:
         sample_owner_port=args.sample_owner_port,
         console_port=args.console_port,
         providers=Providers.from_dict(backing["providers"]) if backing else None,
+        data_dir=Path(args.data_dir).resolve() if args.data_dir else None,
+        fresh=args.fresh,
     )
     LocalCloud(config).run()
     return 0
@@ -338,6 +344,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _state_file_option(local)
     local.add_argument("--backing", help="the state file of a running `herald backing` (AWS and fakes live there)")
+    local.add_argument(
+        "--data-dir",
+        help="keep the embedded AWS's tables, queues and parameters and the fakes' records here between runs"
+        " (`make dev`: .herald/dev-data)",
+    )
+    local.add_argument("--fresh", action="store_true", help="start empty, whatever --data-dir holds")
+    local.add_argument(
+        "--request-logs",
+        action="store_true",
+        help="log every HTTP request the local cloud's own parts make (the console's polls, health checks)",
+    )
     local.set_defaults(run=cmd_local)
 
     backing = commands.add_parser("backing", help="AWS (moto) and the provider fakes, outside the local cloud")

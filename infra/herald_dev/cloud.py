@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,6 +36,7 @@ from herald_dev.engine import ReferenceEngine
 from herald_dev.fakes import PROVIDER_PARAMETERS, Fakes, Providers, start_fakes
 from herald_dev.group_owner import SampleGroupOwner
 from herald_dev.local_identity import LOCAL_JWT_SECRET
+from herald_dev.persistence import SavedState
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
@@ -95,6 +96,43 @@ class LocalCloudConfig:
     console_port: int = -1  # >= 0: serve the Herald console there (needs a state file)
     # Providers running outside this process (`herald backing`): then no fakes are started here.
     providers: Providers | None = None
+    # Where the embedded AWS and the fakes are kept between runs (None: nothing kept), and whether to start empty.
+    data_dir: Path | None = None
+    fresh: bool = False
+
+
+def _caught_signals(pid: int) -> int | None:
+    """The signals a process handles (Linux's /proc `SigCgt` mask), or None where that cannot be read."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    masks = [line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")]
+    return int(masks[0], 16) if masks else None
+
+
+def watch_make(stop: threading.Event, stop_for: Callable[[str], None]) -> None:
+    """Stop when the `make` running this (`make dev`) is sent SIGINT alone: make does not pass SIGINT on (a
+    terminal sends it to the whole process group) and waits for its recipe forever. Its handler resets SIGINT
+    to the default before it waits, which Linux shows in /proc; elsewhere only Ctrl-C and SIGTERM stop it."""
+    parent = os.getppid()
+    try:
+        name = Path(f"/proc/{parent}/comm").read_text().strip()
+    except OSError:
+        return
+    caught = _caught_signals(parent)
+    sigint = 1 << (signal.SIGINT - 1)
+    if name not in ("make", "gmake") or caught is None or not caught & sigint:
+        return
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            now = _caught_signals(parent)
+            if now is None or not now & sigint:
+                stop_for(f"`make` (pid {parent}) was interrupted")
+                return
+
+    threading.Thread(target=watch, name="watch-make", daemon=True).start()
 
 
 class LocalCloud:
@@ -117,6 +155,8 @@ class LocalCloud:
         self._engine_key: str | None = None
         self.sample_owner: SampleGroupOwner | None = None
         self._http_process: subprocess.Popen[bytes] | None = None
+        self._restored = False
+        self._prepared = False  # provisioned (and loaded): only then is the state worth saving
 
     # ------------------------------------------------------------------ endpoints
     @property
@@ -238,7 +278,10 @@ class LocalCloud:
                     on_failure = props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
                     settings = StreamSettings(
                         batch_size=int(props.get("BatchSize", 100)),
-                        starting_position=str(props.get("StartingPosition", "TRIM_HORIZON")),
+                        # Loaded items are not new writes: a restored cloud reads its streams from after them.
+                        starting_position="LATEST"
+                        if self._restored
+                        else str(props.get("StartingPosition", "TRIM_HORIZON")),
                         report_batch_item_failures="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
                         maximum_retry_attempts=int(props.get("MaximumRetryAttempts", -1)),
                         bisect_on_error=str(props.get("BisectBatchOnFunctionError", False)).lower() == "true",
@@ -304,12 +347,54 @@ class LocalCloud:
             log.info("fake Tencent IM on %s (messages: %s/)", self.fakes.tencent_im.url, self.fakes.tencent_im.url)
             log.info("fake Feishu on %s (cards: %s/)", self.fakes.feishu.url, self.fakes.feishu.url)
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
+        self._load_saved_state()
         self._store_secrets()
         self._load_functions()
         self._wire_sources()
         self._wire_ttl()
         self._wire_engine()
         self._wire_sample_owner()
+        self._prepared = True
+
+    def _saved_state(self) -> SavedState | None:
+        """The state kept between runs: the embedded AWS's only (another engine keeps its own)."""
+        if (
+            self.config.data_dir is None
+            or self._moto is None
+            or self.config.dynamodb_endpoint
+            or self.config.sqs_endpoint
+        ):
+            return None
+        return SavedState(self.config.data_dir)
+
+    def _tables_and_queues(self) -> tuple[dict[str, str], dict[str, str]]:
+        tables = {logical: self.stack.physical_name(logical) for logical in self.stack.of_type("AWS::DynamoDB::Table")}
+        queues = {
+            logical: self.stack.attributes[logical]["QueueUrl"] for logical in self.stack.of_type("AWS::SQS::Queue")
+        }
+        return tables, queues
+
+    def _load_saved_state(self) -> None:
+        saved = self._saved_state()
+        if saved is None:
+            log.info("state: kept by %s, not by the local cloud", self.config.dynamodb_endpoint or self.aws_endpoint)
+        elif self.config.fresh or not saved.exists():
+            why = "--fresh" if self.config.fresh else "nothing saved yet"
+            log.info("state: starting empty (%s); kept in %s when it stops", why, saved.directory)
+        else:
+            tables, queues = self._tables_and_queues()
+            summary = saved.load(tables, queues, self.client, self.fakes)
+            self._restored = True
+            log.info("state: restored from %s (%s); `make dev FRESH=1` starts empty", saved.directory, summary)
+
+    def _save_state(self) -> None:
+        saved = self._saved_state()
+        if saved is None:
+            return
+        tables, urls = self._tables_and_queues()
+        queues = {logical: (url.rsplit("/", 1)[-1], self.config.region) for logical, url in urls.items()}
+        summary = saved.save(tables, queues, self.client, self.fakes)
+        log.info("saved the state in %s (%s)", saved.directory, summary)
 
     def _service_key(self, service_id: str, capability: str) -> str:
         from herald.auth.dynamo import DynamoServiceKeyStore
@@ -439,7 +524,7 @@ class LocalCloud:
         command = [sys.executable, "-m", "herald_dev.lambda_instance", "http", str(function.code_dir), module]
         command += [self.config.host, str(self.config.http_port)]
         environment = {**function.environment, "HERALD_LOCAL_PARENT_PID": str(os.getpid())}
-        return subprocess.Popen(command, env=environment)
+        return subprocess.Popen(command, env=environment, start_new_session=True)  # as runtime.py's instances
 
     def _wait_for_http(self, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s
@@ -452,31 +537,55 @@ class LocalCloud:
         raise RuntimeError(f"the HTTP function did not listen on {self.http_url} within {timeout_s:.0f} s")
 
     def shutdown(self) -> None:
+        """Stop every part, one log line each (and no traceback, whatever stopped it)."""
         self.stop_event.set()
         if self._http_process is not None:
             self._http_process.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._http_process.wait(timeout=5)
+            log.info("stopped the HTTP API (%s)", self.http_url)
+        if self._servers:
+            log.info("stopped the WebSocket API%s", " and the console" if self.console_url else "")
         for source in self.sources:
             source.join(timeout=5)
+        log.info("stopped %d event sources (streams, queues, schedules, engine, sample owner)", len(self.sources))
         for function in self.functions.values():
             function.stop()
+        log.info("stopped %d functions", len(self.functions))
+        if self._prepared:
+            self._save_state()
         if self.fakes is not None:
             self.fakes.stop()
+            log.info("stopped the provider fakes")
         if self._moto is not None:
             self._moto.stop()
+            log.info("stopped the embedded AWS (moto)")
         if self.config.state_file is not None and self.config.state_file.exists():
             self.config.state_file.unlink()
         log.info("local cloud stopped")
 
+    def _stop_for(self, why: str) -> None:
+        if not self.stop_event.is_set():
+            log.info("stopping: %s", why)
+        self.stop_event.set()
+
     def run(self) -> None:
-        """Prepare, serve until Ctrl-C / SIGTERM, and stop cleanly."""
-        self.prepare()
+        """Prepare, serve until Ctrl-C / SIGINT / SIGTERM (to this process, or a SIGINT to the `make` that runs
+        it), and stop cleanly."""
+        watch_make(self.stop_event, self._stop_for)
+        previous_term = signal.signal(signal.SIGTERM, signal.default_int_handler)  # while preparing, as SIGINT
         loop = asyncio.new_event_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, self.stop_event.set)
         try:
-            loop.run_until_complete(self.serve())
+            try:
+                self.prepare()
+            except KeyboardInterrupt:
+                self._stop_for("interrupted while starting")
+                return
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, self._stop_for, signal.Signals(signum).name)
+            if not self.stop_event.is_set():
+                loop.run_until_complete(self.serve())
         finally:
             loop.close()
+            signal.signal(signal.SIGTERM, previous_term)
             self.shutdown()

@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
@@ -95,6 +96,8 @@ def serve_http(code_dir: str, module_name: str, host: str, port: int) -> None:
 
 def main(argv: list[str]) -> None:
     die_with_parent(int(os.environ.pop("HERALD_LOCAL_PARENT_PID", os.getppid())))
+    # An invocation with nothing to count is normal here; Powertools would say so on every one of them.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     if argv[1] == "http":
         serve_http(argv[2], argv[3], argv[4], int(argv[5]))
     else:

@@ -131,7 +131,15 @@ class LocalFunction:
             str(answers_write),
         ]
         environment = {**self.environment, "HERALD_LOCAL_PARENT_PID": str(os.getpid())}
-        spawn = _SPAWNER.submit(subprocess.Popen, command, env=environment, pass_fds=(requests_read, answers_write))
+        # A session of its own: a terminal's Ctrl-C reaches the local cloud, which stops it (no traceback from
+        # each instance); it dies with the cloud in any case (lambda_instance's parent-death signal).
+        spawn = _SPAWNER.submit(
+            subprocess.Popen,
+            command,
+            env=environment,
+            pass_fds=(requests_read, answers_write),
+            start_new_session=True,
+        )
         process: subprocess.Popen[bytes] = spawn.result()
         os.close(requests_read)
         os.close(answers_write)

@@ -1,6 +1,7 @@
 """`make dev`, as a newcomer runs it: health answers, the WebSocket takes a token, the console and the sample
-owner service answer, the reference agent engine merges messages sent during a turn into the next one, Ctrl-C
-stops it cleanly."""
+owner service answer, the reference agent engine merges messages sent during a turn into the next one; Ctrl-C,
+a SIGINT to make alone or a SIGTERM stops every part with one line each and no traceback; the log is not
+flooded by the console's polls; what it holds is kept across restarts unless FRESH=1."""
 
 from __future__ import annotations
 
@@ -8,12 +9,17 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
+from typing import Any
 
+import boto3
 import httpx
 import pytest
 import websockets
 
+from herald.auth.dynamo import DynamoServiceKeyStore
+from herald.auth.service_keys import ServiceKeys
 from tests.support.local_cloud import free_port, start_make_dev
 from tests.support.tokens import make_token
 from tests.support.waiting import eventually
@@ -43,23 +49,48 @@ def watch_the_reference_engine_merge_a_queue(http_url: str) -> None:
     eventually(merged_and_finished, timeout=30)
 
 
-def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: Path) -> None:
-    http_port, ws_port, moto_port, console_port, owner_port = (free_port() for _ in range(5))
-    state = tmp_path / "local.json"
-    env = {
+STOP_LINES = (
+    "stopped the HTTP API",
+    "stopped the WebSocket API and the console",
+    "event sources",
+    "functions",
+    "stopped the provider fakes",
+    "stopped the embedded AWS (moto)",
+    "local cloud stopped",
+)
+
+
+def assert_stopped_cleanly(log: str, why: str) -> None:
+    """Every part said it stopped, once, after the one line saying why; no traceback, no interrupt noise."""
+    stopping = [line for line in log.splitlines() if "stopping:" in line]
+    assert len(stopping) == 1 and why in stopping[0], log[-3000:]
+    for part in STOP_LINES:
+        assert len([line for line in log.splitlines() if part in line and "INFO" in line]) == 1, (part, log[-3000:])
+    assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
+
+
+def dev_environment(tmp_path: Path, **ports: int) -> dict[str, str]:
+    return {
         **os.environ,
-        "HERALD_HTTP_PORT": str(http_port),
-        "HERALD_WS_PORT": str(ws_port),
-        "HERALD_MOTO_PORT": str(moto_port),
+        "HERALD_HTTP_PORT": str(ports["http"]),
+        "HERALD_WS_PORT": str(ports["ws"]),
+        "HERALD_MOTO_PORT": str(free_port()),
         "HERALD_TENCENT_IM_PORT": str(free_port()),
         "HERALD_FEISHU_PORT": str(free_port()),
-        "HERALD_CONSOLE_PORT": str(console_port),
-        "HERALD_SAMPLE_OWNER_PORT": str(owner_port),
-        "HERALD_LOCAL_STATE": str(state),
+        "HERALD_CONSOLE_PORT": str(ports["console"]),
+        "HERALD_SAMPLE_OWNER_PORT": str(ports["owner"]),
+        "HERALD_LOCAL_STATE": str(tmp_path / "local.json"),
         "HERALD_ENGINE_TURN_SECONDS": "2",
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
+        "DEV_DATA": str(tmp_path / "dev-data"),
     }
+
+
+def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: Path) -> None:
+    http_port, ws_port, console_port, owner_port = (free_port() for _ in range(4))
+    state = tmp_path / "local.json"
+    env = dev_environment(tmp_path, http=http_port, ws=ws_port, console=console_port, owner=owner_port)
     process = start_make_dev(env, state, tmp_path / "make-dev.log")
     try:
         health = httpx.get(f"http://127.0.0.1:{http_port}/api/v1/health")
@@ -77,12 +108,79 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
         group = eventually(lambda: httpx.get(f"http://127.0.0.1:{owner_port}/groups/night-owls").json())
         assert group["admin"] == "10001"
         watch_the_reference_engine_merge_a_queue(f"http://127.0.0.1:{http_port}")
+        for _ in range(5):  # what the console polls, and health checks: no log line each
+            assert httpx.get(f"http://127.0.0.1:{console_port}/console/operate").status_code == 200
+            assert httpx.get(f"http://127.0.0.1:{http_port}/api/v1/health").status_code == 200
     finally:
         os.killpg(process.pid, signal.SIGINT)
         code = process.wait(timeout=30)
     # Ctrl-C reaches make too, which then reports the interrupt (-SIGINT) once its recipe has exited.
-    assert code in (0, -signal.SIGINT), (tmp_path / "make-dev.log").read_text()
-    assert "local cloud stopped" in (tmp_path / "make-dev.log").read_text()
+    log = (tmp_path / "make-dev.log").read_text()
+    assert code in (0, -signal.SIGINT), log
+    assert_stopped_cleanly(log, "SIGINT")
+    assert "HTTP Request:" not in log and "/console/operate" not in log and "/api/v1/health" not in log, log
     # The newcomer watches the merged turn in the reference engine's log.
     assert "2 messages arrived while you were working" in (tmp_path / "make-dev.log").read_text()
     assert not state.exists()
+
+
+def test_make_dev_keeps_its_state_across_restarts_and_fresh_starts_empty(tmp_path: Path) -> None:
+    """A SIGINT to make alone (make does not pass it on) stops it; a key, a notification and what the fake
+    Feishu holds outlive the restart; FRESH=1 starts empty, and the log says which it did."""
+    http_port = free_port()
+    env = dev_environment(tmp_path, http=http_port, ws=free_port(), console=free_port(), owner=-1)
+    state, log_path = tmp_path / "local.json", tmp_path / "make-dev.log"
+    api = f"http://127.0.0.1:{http_port}"
+
+    def run(*make_variables: str) -> tuple[subprocess.Popen[bytes], str]:
+        process = start_make_dev(env, state, log_path, *make_variables)
+        return process, log_path.read_text()
+
+    def stop(process: subprocess.Popen[bytes], signum: signal.Signals, to_make_alone: bool) -> str:
+        (os.kill if to_make_alone else os.killpg)(process.pid, signum)
+        process.wait(timeout=30)
+        return log_path.read_text()
+
+    process, log = run()
+    assert "state: starting empty (nothing saved yet)" in log, log
+    keys = ServiceKeys(DynamoServiceKeyStore("herald-local-ServiceKeysTable", local_dynamodb(env)))
+    key, _ = keys.create_key("agent-platform", ["/internal/v1/inbox"])
+    notification = {
+        "app_code": "lalu",
+        "user_id": "10003",
+        "kind": "QUESTION_PENDING",
+        "session_id": "s-kept",
+        "tail": "q-1",
+        "title": "Kept?",
+        "content": "",
+        "payload": {},
+    }
+    producer = {"Authorization": f"Bearer {key}"}
+    assert httpx.post(f"{api}/internal/v1/inbox/notifications", json=notification, headers=producer).is_success
+    assert_stopped_cleanly(stop(process, signal.SIGINT, to_make_alone=True), "`make` (pid")
+    assert not state.exists()
+
+    process, log = run()
+    assert "state: restored from" in log, log
+    user = {"Authorization": f"Bearer {make_token('10003')}"}
+    assert httpx.get(f"{api}/api/v1/inbox/unread-count", headers=user).json()["data"]["unread_count"] == 1
+    again = httpx.post(f"{api}/internal/v1/inbox/notifications", json=notification, headers=producer)
+    assert again.json()["data"]["created"] is False  # the same key works, and the dedup record was kept
+    assert_stopped_cleanly(stop(process, signal.SIGTERM, to_make_alone=True), "SIGTERM")
+
+    process, log = run("FRESH=1")
+    assert "state: starting empty (--fresh)" in log, log
+    assert httpx.get(f"{api}/api/v1/inbox/unread-count", headers=user).json()["data"]["unread_count"] == 0
+    assert httpx.post(f"{api}/internal/v1/inbox/notifications", json=notification, headers=producer).status_code == 401
+    stop(process, signal.SIGINT, to_make_alone=False)
+
+
+def local_dynamodb(env: dict[str, str]) -> Any:
+    """The embedded moto of a `make dev` started with `env`."""
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=f"http://127.0.0.1:{env['HERALD_MOTO_PORT']}",
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )

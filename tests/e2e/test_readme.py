@@ -48,7 +48,10 @@ def block(start: str) -> str:
 def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     if DEV_STATE.exists():
         pytest.fail(f"{DEV_STATE} exists: is `make dev` already running? The README's ports must be free")
-    process = start_make_dev(newcomer_environment(), DEV_STATE, tmp_path_factory.mktemp("readme") / "make-dev.log")
+    workdir = tmp_path_factory.mktemp("readme")
+    # A newcomer's first `make dev`: nothing kept from an earlier run on this machine.
+    environment = {**newcomer_environment(), "DEV_DATA": str(workdir / "dev-data")}
+    process = start_make_dev(environment, DEV_STATE, workdir / "make-dev.log")
     try:
         yield
     finally:

@@ -77,11 +77,21 @@ def _wait(predicate: Any, timeout: float, what: str, log_path: Path | None = Non
     raise TimeoutError(f"{what} not ready after {timeout}s\n{tail}")
 
 
-def start_make_dev(env: dict[str, str], state: Path, log_path: Path) -> subprocess.Popen[bytes]:
+# SIGINT as a shell's foreground job has it (a background job, or a test worker, may ignore it, and make would
+# inherit that), then make itself in this process: make's own SIGINT handling is part of what is tested.
+AS_FROM_A_TERMINAL = "import os, signal as s, sys; s.signal(s.SIGINT, s.SIG_DFL); os.execvp('make', sys.argv[1:])"
+
+
+def start_make_dev(env: dict[str, str], state: Path, log_path: Path, *variables: str) -> subprocess.Popen[bytes]:
     """`make dev` in its own process group (so a Ctrl-C reaches make and the local cloud), once it is ready:
     its state file written."""
     process = subprocess.Popen(
-        ["make", "dev"], cwd=REPO, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
+        [sys.executable, "-c", AS_FROM_A_TERMINAL, "make", "dev", *variables],
+        cwd=REPO,
+        env=env,
+        stdout=log_path.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 120
     while not state.exists():

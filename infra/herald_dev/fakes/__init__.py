@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
@@ -53,6 +54,13 @@ class Fakes:
     def stop(self) -> None:
         self.tencent_im.stop()
         self.feishu.stop()
+
+    def saved(self) -> dict[str, Any]:
+        return {"tencent_im": self.tencent_im.saved(), "feishu": self.feishu.saved()}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        self.tencent_im.restore(saved.get("tencent_im", {}))
+        self.feishu.restore(saved.get("feishu", {}))
 
 
 def start_fakes(tencent_im_port: int = 0, feishu_port: int = 0) -> Fakes:

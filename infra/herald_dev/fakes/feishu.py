@@ -81,6 +81,19 @@ class FakeFeishu(LoopbackFake):
         with self._lock:
             self._faults.extend(faults)
 
+    def saved(self) -> dict[str, Any]:
+        """Its cards (a later revision updates one by its message id), uuids and apps, for `make dev` to keep."""
+        with self._lock:
+            uuids = {uuid: list(sent) for uuid, sent in self._uuids.items()}
+            return {"apps": dict(self.apps), "messages": dict(self.messages), "log": list(self.log), "uuids": uuids}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        with self._lock:
+            self.apps.update(saved.get("apps", {}))
+            self.messages.update(saved.get("messages", {}))
+            self.log[:0] = saved.get("log", [])
+            self._uuids.update({uuid: (message_id, at) for uuid, (message_id, at) in saved.get("uuids", {}).items()})
+
     def add_app(self, app_id: str, app_secret: str) -> None:
         with self._lock:
             self.apps[app_id] = app_secret

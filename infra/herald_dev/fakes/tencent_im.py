@@ -61,6 +61,17 @@ class FakeTencentIm(LoopbackFake):
         with self._lock:
             self._faults.extend(faults)
 
+    def saved(self) -> dict[str, Any]:
+        """What it received and its apps, for `make dev` to keep across restarts."""
+        with self._lock:
+            apps = [[app_id, admin, key] for app_id, (admin, key) in self.apps.items()]
+            return {"apps": apps, "messages": list(self.messages)}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        with self._lock:
+            self.apps.update({int(app_id): (admin, key) for app_id, admin, key in saved.get("apps", [])})
+            self.messages[:0] = saved.get("messages", [])
+
     def add_app(self, sdk_app_id: int, admin: str, secret_key: str) -> None:
         with self._lock:
             self.apps[sdk_app_id] = (admin, secret_key)
