@@ -728,8 +728,9 @@ def preflight_command(**where: Any) -> int:
     stack = _stack(**where)
     if not stack.name:
         return _refused("preflight checks a deployed stack: pass --stack NAME")
+    client = stack.client
     findings = preflight(
-        stack.name, stack.client("cloudformation"), stack.client("ssm"), stack.client("kms"), _registered(stack)
+        stack.name, client("cloudformation"), client("ssm"), client("kms"), client("apigateway"), _registered(stack)
     )
     _rows([finding.to_dict() for finding in findings], FINDINGS)
     return 0 if all(finding.ok for finding in findings) else 1

@@ -41,7 +41,7 @@ def _fetch_json(url: str) -> Any:
 
 
 def preflight(
-    stack_name: str, cloudformation: Any, ssm: Any, kms: Any, tenants: Iterable[Tenant] = ()
+    stack_name: str, cloudformation: Any, ssm: Any, kms: Any, apigateway: Any, tenants: Iterable[Tenant] = ()
 ) -> list[Finding]:
     try:
         (stack,) = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
@@ -57,6 +57,8 @@ def preflight(
         findings.append(Finding(key, value != unset, f"{key} = {value!r}" + (" (not set)" if value == unset else "")))
     if parameters.get("KmsKeyArn"):
         findings.append(_customer_key(kms, parameters["KmsKeyArn"]))
+    if parameters.get("SetApiGatewayLoggingRole", "false") != "true":
+        findings.append(_account_logging_role(apigateway))
     for tenant in tenants:
         if tenant.tencent_im is not None:
             findings.append(
@@ -67,6 +69,20 @@ def preflight(
                 _secure_string(ssm, f"{tenant.app_code}: Feishu app secret", tenant.feishu.secret_parameter)
             )
     return findings
+
+
+def _account_logging_role(apigateway: Any) -> Finding:
+    """The WebSocket API's access logs need the account's API Gateway CloudWatch Logs role (the stack sets it
+    only with SetApiGatewayLoggingRole=true): without it the stage cannot be created."""
+    role = apigateway.get_account().get("cloudwatchRoleArn")
+    if not role:
+        return Finding(
+            "ApiGatewayLoggingRole",
+            False,
+            "this account and region have no API Gateway CloudWatch Logs role: deploy with "
+            "SetApiGatewayLoggingRole=true, or set one in API Gateway's settings",
+        )
+    return Finding("ApiGatewayLoggingRole", True, f"API Gateway logs to CloudWatch as {role}")
 
 
 def _customer_key(kms: Any, key_arn: str) -> Finding:

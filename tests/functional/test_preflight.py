@@ -69,6 +69,7 @@ def test_a_ready_stack_passes_every_check(jwks: FakeJwks, capsys: pytest.Capture
         ssm = boto3.client("ssm")
         for name in ("tencent-im-secret-key", "feishu-app-secret"):
             ssm.put_parameter(Name=f"/herald/prod/{name}", Type="SecureString", Value="s3cret")
+        _set_account_logging_role()
         code, findings = _run(capsys)
     assert code == 0, findings
     assert set(findings) == {
@@ -80,6 +81,7 @@ def test_a_ready_stack_passes_every_check(jwks: FakeJwks, capsys: pytest.Capture
         "JwtAudience",
         "TencentImSdkAppId",
         "FeishuAppId",
+        "ApiGatewayLoggingRole",
     }
     assert all(finding["ok"] for finding in findings.values())
     assert "s3cret" not in json.dumps(findings)
@@ -98,9 +100,27 @@ def test_missing_secrets_placeholder_issuer_and_unset_ids_are_named(capsys: pyte
         "JwtIssuer",
         "TencentImSdkAppId",
         "FeishuAppId",
+        "ApiGatewayLoggingRole",  # the WebSocket API's access logs could not be written: its stage would fail
     }
+    assert "SetApiGatewayLoggingRole=true" in findings["ApiGatewayLoggingRole"]["detail"]
     assert "put-parameter" in findings["TencentImSecretKeyParameter"]["detail"]
     assert "not a SecureString" in findings["FeishuAppSecretParameter"]["detail"]
+
+
+def test_a_stack_that_sets_the_accounts_logging_role_itself_is_not_asked_for_one(
+    jwks: FakeJwks, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with mock_aws():
+        _stack({**_parameters(jwks.issuer), "SetApiGatewayLoggingRole": "true"})
+        _, findings = _run(capsys)
+    assert "ApiGatewayLoggingRole" not in findings
+
+
+def _set_account_logging_role() -> None:
+    role = "arn:aws:iam::123456789012:role/apigateway-cloudwatch"
+    boto3.client("apigateway").update_account(
+        patchOperations=[{"op": "replace", "path": "/cloudwatchRoleArn", "value": role}]
+    )
 
 
 def test_an_unknown_stack_is_one_failed_finding(capsys: pytest.CaptureFixture[str]) -> None:
@@ -155,6 +175,7 @@ def test_a_customer_key_must_be_enabled_and_usable_by_dynamodb(
         _stack({**_parameters(jwks.issuer), "KmsKeyArn": key["Arn"]})
         for name in ("tencent-im-secret-key", "feishu-app-secret"):
             boto3.client("ssm").put_parameter(Name=f"/herald/prod/{name}", Type="SecureString", Value="s3cret")
+        _set_account_logging_role()
         code, findings = _run(capsys)
     assert findings["KmsKeyArn"]["ok"] is ok and says in findings["KmsKeyArn"]["detail"]
     assert code == (0 if ok else 1)
@@ -169,6 +190,7 @@ def test_each_registered_tenants_own_secrets_are_checked_too(
         for name in ("tencent-im-secret-key", "feishu-app-secret"):
             ssm.put_parameter(Name=f"/herald/prod/{name}", Type="SecureString", Value="s3cret")
         ssm.put_parameter(Name="/herald/tenants/acme/im", Type="SecureString", Value="acme-s3cret")
+        _set_account_logging_role()
         resources = boto3.client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
         (table,) = [r["PhysicalResourceId"] for r in resources if r["LogicalResourceId"] == "TenantsTable"]
         acme = Tenant(
