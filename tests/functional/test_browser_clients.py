@@ -3,6 +3,8 @@ the API document and its page) reachable without one; the template routes them p
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +80,21 @@ def test_the_template_lets_public_routes_and_preflights_past_the_authorizer() ->
     assert behind_authorizer and all(("OPTIONS", path) in public for path in behind_authorizer)
     cors = load_template(REPO / "template.yaml")["Resources"]["HttpApi"]["Properties"]["CorsConfiguration"]
     assert cors["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowOrigins"}]}
+
+
+def test_the_api_reference_is_one_page_with_every_operation_and_nothing_from_elsewhere(
+    browser_api: TestClient,
+) -> None:
+    """`/api/v1/docs` works with no network: no script, no stylesheet or font from a CDN, and a CSP that
+    would refuse any; every operation of the OpenAPI is on it, under its audience."""
+    page = browser_api.get("/api/v1/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert "<script" not in page.text and not re.search(r"""(src|href)=["']?(https?:)?//""", page.text)
+    spec = browser_api.get("/api/v1/openapi.json").json()
+    operations = [(m, p, op) for p, methods in spec["paths"].items() for m, op in methods.items()]
+    assert len(operations) > 20
+    for method, path, operation in operations:
+        assert f"id='{operation['operationId']}'" in page.text
+        assert f"<span class=method>{method.upper()}</span><code>{html.escape(path)}</code>" in page.text
+    assert "<h2 id='partner'>" in page.text and "evt-2" in page.text  # a body's example, shown

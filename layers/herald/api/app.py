@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 from pynamodb.exceptions import PynamoDBException
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -36,9 +37,10 @@ API_DESCRIPTION = f"""Herald's HTTP API. Errors are the envelope; each operation
 {FREE_FORM_LIMITS.describe()}. Types are strict (a boolean is `true`/`false`, an integer is never a string
 or a boolean); ids match their pattern whole. Anything else is `400 INVALID_ARGUMENT` naming the field.
 
-**Rate limits.** Per app user, per service key and per target (a Feishu chat an event goes to, a user an
-invitation goes to), per minute, as configured (defaults 120, 600, 30): over one, `429 RATE_LIMITED` with
-`Retry-After` (seconds). An inviter has at most 10 invitations waiting for an answer, a target at most 5
+**Rate limits.** Per minute, as configured: per app user (default 120), per service key (600), per target of a
+service's events (300, or the key's own), per invited user (30), per owner business type (300) and per receiver
+of owner services' confirms (10). Over one, `429 RATE_LIMITED` with `Retry-After` (seconds). An inviter has
+at most 10 invitations waiting for an answer, a target at most 5
 (`409`, `data.reason` `too_many_pending_invitations` / `target_has_too_many_invitations`).
 """
 
@@ -128,7 +130,7 @@ def create_app() -> FastAPI:
         title="Herald",
         version="0.1.0",
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # herald.api.reference: the reference without a CDN
         redoc_url=None,
         dependencies=[Depends(strict_json_body)],
         description=API_DESCRIPTION,
@@ -176,6 +178,13 @@ def create_app() -> FastAPI:
     app.add_middleware(ConfiguredCors)
     _document_400_not_422(app)
     app.include_router(health.router)
+
+    @app.get("/api/v1/docs", include_in_schema=False)
+    def api_reference() -> HTMLResponse:
+        from herald.api.reference import CSP, reference_page
+
+        return HTMLResponse(reference_page(app.openapi()), headers={"Content-Security-Policy": CSP})
+
     app.include_router(identity.router)
     app.include_router(invitation_routes.router)
     app.include_router(confirm_routes.router)
