@@ -159,6 +159,8 @@ def test_make_dev_keeps_its_state_across_restarts_and_fresh_starts_empty(tmp_pat
     assert httpx.post(f"{api}/internal/v1/inbox/notifications", json=notification, headers=producer).is_success
     assert_stopped_cleanly(stop(process, signal.SIGINT, to_make_alone=True), "`make` (pid")
     assert not state.exists()
+    snapshot = tmp_path / "dev-data" / "snapshot.json"
+    assert snapshot.stat().st_mode & 0o777 == 0o600  # it holds the local secrets
 
     process, log = run()
     assert "state: restored from" in log, log
