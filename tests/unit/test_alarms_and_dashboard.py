@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from herald_ops.template import load_template
 
 REPO = Path(__file__).resolve().parents[1].parent
@@ -96,3 +97,50 @@ def test_every_dead_letter_queue_has_an_alarm() -> None:
         if d["Name"] == "QueueName"
     }
     assert dead <= queues and dead == alarmed
+
+
+TENANT_QUERY = re.compile(
+    r"SELECT SUM\((\w+)\) FROM SCHEMA\(Herald, ([\w, ]+)\)\s+WHERE stage = '\$\{Stage\}' GROUP BY app_code"
+)
+
+
+def test_each_per_tenant_alarm_watches_a_metric_counted_per_tenant_with_exactly_its_dimensions(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Metrics Insights SCHEMA matches only metrics with exactly its dimensions: the alarm's and the code's
+    must be the same set, or the alarm watches nothing."""
+    from herald.observability import metrics, observe_stage
+
+    queries = [
+        metric["Expression"]["Fn::Sub"]
+        for resource in TEMPLATE["Resources"].values()
+        if resource["Type"] == "AWS::CloudWatch::Alarm"
+        for metric in resource["Properties"].get("Metrics", [])
+        if "SCHEMA(" in str(metric.get("Expression", ""))
+    ]
+    watched = [TENANT_QUERY.search(query) for query in queries]
+    assert len(watched) == 3 and all(watched), queries
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "herald-im-sender")
+    before = dict(metrics.default_dimensions)
+    observe_stage("prod")
+    try:
+        emitted_dimensions = [dimensions_of(found, capsys) for found in watched]
+    finally:
+        metrics.set_default_dimensions(**before)
+    for found, dimensions in zip(watched, emitted_dimensions, strict=True):
+        assert found is not None
+        assert sorted(dimensions) == sorted(part.strip() for part in found.group(2).split(","))
+
+
+def dimensions_of(found: re.Match[str] | None, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The dimensions the code emits the alarm's metric with, for a tenant."""
+    from herald.observability import count_for_tenant
+
+    assert found is not None
+    name = found.group(1)
+    assert f'count_for_tenant("{name}"' in SOURCES, f"nothing counts {name} per tenant"
+    capsys.readouterr()
+    count_for_tenant(name, "shop")
+    (emitted,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if name in line]
+    (dimensions,) = emitted["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
+    return list(dimensions)
