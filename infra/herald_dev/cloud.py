@@ -135,6 +135,16 @@ def watch_make(stop: threading.Event, stop_for: Callable[[str], None]) -> None:
     threading.Thread(target=watch, name="watch-make", daemon=True).start()
 
 
+def store_secrets(ssm: Any, stack: StackTemplate, secrets: dict[str, str]) -> None:
+    """`--secret PARAMETER=VALUE`: the SSM SecureString the template parameter names, as in AWS; a PARAMETER
+    that starts with `/` is the SecureString's own name (a tenant's secret). The value is never logged."""
+    for parameter, value in secrets.items():
+        named = parameter if parameter.startswith("/") else str(stack.parameter(parameter))
+        name = "/" + named.lstrip("/")
+        ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
+        log.info("stored %s as the SecureString %s", parameter, name)
+
+
 class LocalCloud:
     def __init__(self, config: LocalCloudConfig) -> None:
         self.config = config
@@ -238,14 +248,7 @@ class LocalCloud:
         }
 
     def _store_secrets(self) -> None:
-        """`--secret PARAMETER=VALUE`: the SSM SecureString the template parameter names, as in AWS; a
-        PARAMETER that starts with `/` is the SecureString's own name (a tenant's secret)."""
-        ssm = self.client("ssm")
-        for parameter, value in self.config.secrets.items():
-            named = parameter if parameter.startswith("/") else str(self.stack.parameter(parameter))
-            name = "/" + named.lstrip("/")
-            ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
-            log.info("stored %s as the SecureString %s", parameter, name)
+        store_secrets(self.client("ssm"), self.stack, self.config.secrets)
 
     def _queue_url_for_arn(self, arn: str) -> str:
         for attributes in self.stack.attributes.values():
