@@ -50,7 +50,7 @@ class Context:
     aws_request_id = "bench-1"
     def get_remaining_time_in_millis(self):
         return 15000
-def first_request(handler, path):
+def first_request(handler, path, status=200):
     http = {"method": "GET", "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "bench"}
     event = {
         "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "", "headers": {"host": "bench"},
@@ -59,7 +59,7 @@ def first_request(handler, path):
         "isBase64Encoded": False,
     }
     answer = handler(event, Context())
-    assert answer["statusCode"] == 200, answer
+    assert answer["statusCode"] == status, answer
 """
 
 FASTAPI_FLOOR = (
@@ -103,6 +103,27 @@ print(elapsed, time.perf_counter() - t0 - elapsed, resource.getrusage(resource.R
 )
 
 
+# The HTTP function includes a bounded context's routes when a request first needs them (herald.api.routing):
+# what the first request to one context pays for that (its module and its routes, here the inbox's, answered 401
+# without a token), against the same request once they are in.
+CONTEXT_PATH = "/api/v1/inbox/unread-count"
+CONTEXT_REQUEST = (
+    FIRST_REQUEST
+    + f"""
+import time, importlib.util, sys
+spec = importlib.util.spec_from_file_location("function_under_test", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+first_request(module.handler, "/api/v1/health")
+t0 = time.perf_counter()
+first_request(module.handler, "{CONTEXT_PATH}", 401)
+t1 = time.perf_counter()
+first_request(module.handler, "{CONTEXT_PATH}", 401)
+print(t1 - t0, time.perf_counter() - t1, 0)
+"""
+)
+
+
 def _build_layer() -> Path:
     """The layer exactly as `sam build` makes it (layers/Makefile), so the figures are those of the artefact."""
     subprocess.run(
@@ -137,7 +158,7 @@ Sample = tuple[float, float, int]  # init s, first request s, peak RSS KiB
 def _sample(code: str, args: list[str], env: dict[str, str]) -> Sample:
     command = [sys.executable, "-S", "-c", code, *args]  # no site-packages: the layer and the stdlib only
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    init, first, rss_kb = out.stdout.split()
+    init, first, rss_kb = out.stdout.strip().splitlines()[-1].split()  # after any log line the handler printed
     return float(init), float(first), int(rss_kb)
 
 
@@ -167,13 +188,15 @@ def main() -> None:
     env = _environment(_build_layer())
     stack = StackTemplate.from_file(REPO / "template.yaml", stack_name="bench")
     functions = {lid: stack.function_properties(lid) for lid in stack.of_type("AWS::Serverless::Function")}
-    samples: dict[str, list[Sample]] = {name: [] for name in ["baseline", "floor", *functions]}
+    samples: dict[str, list[Sample]] = {name: [] for name in ["baseline", "floor", "context", *functions]}
     for _ in range(args.samples):  # interleaved, so drift in machine load hits every target alike
         samples["baseline"].append(_sample(BASELINE, [], env))
         samples["floor"].append(_sample(FASTAPI_FLOOR, [], env))
         for logical_id, props in functions.items():
             code = [str(REPO / str(props["CodeUri"]) / "app.py"), _kind(props)]
             samples[logical_id].append(_sample(FUNCTION, code, env))
+            if _kind(props) == "http":
+                samples["context"].append(_sample(CONTEXT_REQUEST, code[:1], env))
     baseline, _, baseline_rss = _summary(samples["baseline"])
     floor_init, floor_first, floor_rss = _summary(samples["floor"])
     floor = (floor_init + floor_first) / baseline
@@ -195,6 +218,12 @@ def main() -> None:
         figures = f"{init * 1000:>8.0f} {first_ms} {ratio:>6.2f} {target:>6.2f}x {rss / 1024:>8.0f}"
         print(f"{logical_id:<24} {kind:<10} {figures}  {verdict}")
         ratios[logical_id] = round(ratio, 2)
+    if samples["context"]:
+        context_first, context_again, _ = _summary(samples["context"])
+        print(
+            f"HTTP: a context's first request (GET {CONTEXT_PATH}, 401) includes its routes: "
+            f"{context_first * 1000:.0f} ms; the same request again {context_again * 1000:.0f} ms"
+        )
     print(json.dumps({"baseline_ms": round(baseline * 1000), "fastapi_floor": round(floor, 2), "functions": ratios}))
 
 

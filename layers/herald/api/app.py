@@ -15,19 +15,14 @@ from pynamodb.exceptions import PynamoDBException
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from herald.api import health, identity
+from herald.api import health
 from herald.api.examples import add_examples
-from herald.confirms import routes as confirm_routes
+from herald.api.routing import LazyRoutes
 from herald.container import current
 from herald.errors import HeraldError, RateLimited, Unavailable
-from herald.events import routes as event_routes
-from herald.inbox import routes as inbox_routes
 from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
-from herald.invitations import routes as invitation_routes
 from herald.observability import logger
-from herald.owners import routes as owner_routes
 from herald.tables import is_throttled
-from herald.turns import routes as turn_routes
 from herald.web.envelope import error_response
 from herald.web.input import strict_json_body
 
@@ -64,9 +59,10 @@ def _describe_validation(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def _document_400_not_422(app: FastAPI) -> None:
+def _document_400_not_422(app: FastAPI, include_every_route: Callable[[], None]) -> None:
     """FastAPI documents a 422 for every validated route (and for the owner callbacks Herald makes); Herald
-    answers those with 400 (contract §0), and an owner answers what docs/owner-services.md says."""
+    answers those with 400 (contract §0), and an owner answers what docs/owner-services.md says. The document
+    is of every route, included first."""
     build = app.openapi
 
     def operations(paths: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -78,6 +74,7 @@ def _document_400_not_422(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
+            include_every_route()
             schema = build()
             for operation in operations(schema.get("paths", {})):
                 operation.get("responses", {}).pop("422", None)
@@ -139,6 +136,7 @@ def create_app() -> FastAPI:
     @app.middleware("http")
     async def assign_request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         request.state.request_id = _request_id(request)
+        routes.for_path(request.url.path)
         response = await call_next(request)
         response.headers["x-request-id"] = request.state.request_id
         return response
@@ -176,7 +174,6 @@ def create_app() -> FastAPI:
         return error_response(request, "INTERNAL", "internal error")
 
     app.add_middleware(ConfiguredCors)
-    _document_400_not_422(app)
     app.include_router(health.router)
 
     @app.get("/api/v1/docs", include_in_schema=False)
@@ -185,14 +182,6 @@ def create_app() -> FastAPI:
 
         return HTMLResponse(reference_page(app.openapi()), headers={"Content-Security-Policy": CSP})
 
-    app.include_router(identity.router)
-    app.include_router(invitation_routes.router)
-    app.include_router(confirm_routes.router)
-    app.include_router(confirm_routes.internal_router)
-    app.include_router(owner_routes.router)
-    app.include_router(inbox_routes.router)
-    app.include_router(inbox_routes.producer_router)
-    app.include_router(event_routes.router)
-    app.include_router(turn_routes.router)
-    app.include_router(turn_routes.engine_router)
+    routes = LazyRoutes(app)  # every bounded context's routes, each when a request first needs it
+    _document_400_not_422(app, routes.all)
     return app
