@@ -117,6 +117,31 @@ def test_a_call_that_cannot_wait_for_its_moment_reserves_nothing(governor: Gover
     assert governor.take([app, Gate("another chat", BucketLimit(1))]) == 0  # the app's moment was not spent
 
 
+def test_a_call_made_late_by_its_last_step_takes_the_next_free_moment_instead_of_bunching(clock: FakeClock) -> None:
+    """A call whose last step (marking the delivery) outlasts its wait goes late, close to the calls reserved
+    after it: at a provider counting a sliding second, late calls and punctual ones add up over the limit. Past
+    half an interval late, a call takes the next free moment instead (its first one goes unused)."""
+    buckets = InMemoryBucketStore()
+    governor = Governor(buckets, clock, clock.sleep)
+    im = Gate("tim", BucketLimit(5))  # paced at 4.5 a second: every 222.2 ms
+    interval = 1000 / 4.5
+    assert governor.take([im]) == 0  # at START; the next moment is START + 222
+    assert governor.take([im], lambda: 5_000, meanwhile=lambda: clock.advance(400)) == 0
+    assert clock.now == pytest.approx(START + 2 * interval, abs=1)  # not at START + 400, beside the next one
+    assert buckets.read("tim").due_ms == pytest.approx(START + 3 * interval, abs=1)
+
+
+def test_a_call_a_little_late_goes_at_once_and_spends_one_moment(clock: FakeClock) -> None:
+    buckets = InMemoryBucketStore()
+    governor = Governor(buckets, clock, clock.sleep)
+    im = Gate("tim", BucketLimit(5))
+    interval = 1000 / 4.5
+    assert governor.take([im]) == 0
+    assert governor.take([im], lambda: 5_000, meanwhile=lambda: clock.advance(250)) == 0  # 28 ms late
+    assert clock.now == START + 250
+    assert buckets.read("tim").due_ms == pytest.approx(START + 2 * interval, abs=1)
+
+
 def test_a_limit_of_zero_is_off(governor: Governor) -> None:
     off = Gate("off", BucketLimit(0))
     assert [governor.take([off]) for _ in range(100)] == [0] * 100

@@ -25,6 +25,7 @@ from herald.clock import Clock, now_ms
 HEADROOM = 0.9  # the share of a published limit Herald plans to use: arrivals jitter, clocks differ
 SLOWEST_SHARE = 0.05  # a refusal never cuts a bucket below this share of its limit
 _RACES = 20
+_RESERVE_AGAIN_MS = 2_000  # a late call waits at most this long for its next moment, or goes as it is
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,10 @@ class Governor:
         else:
             moment = self._clock()
         meanwhile()
+        if paced and self._clock() - moment > _tolerated_lateness_ms(paced):
+            # `meanwhile` outlasted the wait: going now would put this call beside those reserved after it.
+            again, _ = self._reserve(paced, budget_ms=_RESERVE_AGAIN_MS)
+            moment = again if again is not None else moment  # no moment soon: the call goes late, as it was
         if (left := moment - self._clock()) >= 1:  # times near 1.8e12 ms carry float rounding
             self._sleep(math.ceil(left) / 1000)
         return 0
@@ -166,6 +171,15 @@ class Governor:
             if self._store.write(after, max(_expiry(after[gate.name].due_ms, now, gate) for gate in gates)):
                 return at, wait
         return None, 1
+
+
+def _tolerated_lateness_ms(gates: Sequence[Gate]) -> float:
+    """How late a call may go at its reserved moment: half the shortest interval of its per-second buckets (a
+    per-minute bucket's burst absorbs any lateness)."""
+    per_second = [gate for gate in gates if gate.limit.burst == 1]
+    if not per_second:
+        return math.inf
+    return min(1000 / gate.limit.rate_per_s for gate in per_second) / 2
 
 
 def _expiry(due_ms: float, now: int, gate: Gate) -> int:
