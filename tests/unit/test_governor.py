@@ -131,6 +131,22 @@ def test_a_call_made_late_by_its_last_step_takes_the_next_free_moment_instead_of
     assert buckets.read("tim").due_ms == pytest.approx(START + 3 * interval, abs=1)
 
 
+def test_a_call_that_woke_up_late_takes_the_next_free_moment_too(clock: FakeClock) -> None:
+    oversleeps = [150]  # the first wake-up comes 150 ms late (a loaded machine), later ones on time
+
+    def sleep(seconds: float) -> None:
+        clock.advance(seconds * 1000 + (oversleeps.pop() if oversleeps else 0))
+
+    buckets = InMemoryBucketStore()
+    governor = Governor(buckets, clock, sleep)
+    im = Gate("tim", BucketLimit(5))
+    interval = 1000 / 4.5
+    assert governor.take([im]) == 0
+    assert governor.take([im], lambda: 5_000) == 0  # reserved START + 222, awake at START + 372
+    assert clock.now == pytest.approx(START + 2 * interval, abs=1)
+    assert buckets.read("tim").due_ms == pytest.approx(START + 3 * interval, abs=1)
+
+
 def test_a_call_a_little_late_goes_at_once_and_spends_one_moment(clock: FakeClock) -> None:
     buckets = InMemoryBucketStore()
     governor = Governor(buckets, clock, clock.sleep)

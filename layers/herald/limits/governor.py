@@ -140,13 +140,18 @@ class Governor:
         else:
             moment = self._clock()
         meanwhile()
+        self._sleep_until(moment)
         if paced and self._clock() - moment > _tolerated_lateness_ms(paced):
-            # `meanwhile` outlasted the wait: going now would put this call beside those reserved after it.
+            # `meanwhile`, a slow reservation or a late wake-up: going now would put this call beside those
+            # reserved after it. It takes the next free moment (none soon: it goes late, as it is).
             again, _ = self._reserve(paced, budget_ms=_RESERVE_AGAIN_MS)
-            moment = again if again is not None else moment  # no moment soon: the call goes late, as it was
+            if again is not None:
+                self._sleep_until(again)
+        return 0
+
+    def _sleep_until(self, moment: float) -> None:
         if (left := moment - self._clock()) >= 1:  # times near 1.8e12 ms carry float rounding
             self._sleep(math.ceil(left) / 1000)
-        return 0
 
     def refused(self, gate: Gate, retry_after_ms: int = 0) -> None:
         """The provider answered a call through `gate` with its rate-limit code: slow that bucket down."""
