@@ -135,7 +135,7 @@ def test_a_call_that_woke_up_late_takes_the_next_free_moment_too(clock: FakeCloc
     oversleeps = [150]  # the first wake-up comes 150 ms late (a loaded machine), later ones on time
 
     def sleep(seconds: float) -> None:
-        clock.advance(seconds * 1000 + (oversleeps.pop() if oversleeps else 0))
+        clock.advance(round(seconds * 1000) + (oversleeps.pop() if oversleeps else 0))
 
     buckets = InMemoryBucketStore()
     governor = Governor(buckets, clock, sleep)
