@@ -120,7 +120,7 @@ def test_a_call_that_cannot_wait_for_its_moment_reserves_nothing(governor: Gover
 def test_a_call_made_late_by_its_last_step_takes_the_next_free_moment_instead_of_bunching(clock: FakeClock) -> None:
     """A call whose last step (marking the delivery) outlasts its wait goes late, close to the calls reserved
     after it: at a provider counting a sliding second, late calls and punctual ones add up over the limit. Past
-    half an interval late, a call takes the next free moment instead (its first one goes unused)."""
+    a quarter of an interval late, a call takes the next free moment instead (its first one goes unused)."""
     buckets = InMemoryBucketStore()
     governor = Governor(buckets, clock, clock.sleep)
     im = Gate("tim", BucketLimit(5))  # paced at 4.5 a second: every 222.2 ms

@@ -179,12 +179,13 @@ class Governor:
 
 
 def _tolerated_lateness_ms(gates: Sequence[Gate]) -> float:
-    """How late a call may go at its reserved moment: half the shortest interval of its per-second buckets (a
-    per-minute bucket's burst absorbs any lateness)."""
+    """How late a call may go at its reserved moment: a quarter of the shortest interval of its per-second
+    buckets (what it takes from there to reach the provider adds more; a per-minute bucket's burst absorbs any
+    lateness)."""
     per_second = [gate for gate in gates if gate.limit.burst == 1]
     if not per_second:
         return math.inf
-    return min(1000 / gate.limit.rate_per_s for gate in per_second) / 2
+    return min(1000 / gate.limit.rate_per_s for gate in per_second) / 4
 
 
 def _expiry(due_ms: float, now: int, gate: Gate) -> int:
