@@ -147,6 +147,28 @@ def test_a_call_that_woke_up_late_takes_the_next_free_moment_too(clock: FakeCloc
     assert buckets.read("tim").due_ms == pytest.approx(START + 3 * interval, abs=1)
 
 
+def test_a_governor_reserves_far_enough_ahead_for_its_calls_last_step_and_spends_no_moment_twice(
+    clock: FakeClock,
+) -> None:
+    """Marks that take 150 ms (a loaded table): once the governor has seen a few, it reserves each moment that
+    far ahead, so the mark ends before the moment, the call is on time and no moment is taken again (a moment
+    taken again is one the provider's limit never gets to use)."""
+    buckets = InMemoryBucketStore()
+    governor = Governor(buckets, clock, clock.sleep)
+    im = Gate("tim", BucketLimit(5))
+    interval = 1000 / 4.5
+    for _ in range(10):  # each call finds the bucket free: it would go at once, were it not for its mark
+        clock.advance(400)
+        assert governor.take([im], lambda: 5_000, meanwhile=lambda: clock.advance(150)) == 0
+    reserved_before = buckets.read("tim").due_ms
+    clock.advance(400)
+    started = clock.now
+    assert governor.take([im], lambda: 5_000, meanwhile=lambda: clock.advance(150)) == 0
+    # one moment, used on time (within a few ms: the lead is a moving average); two would put it an interval on
+    assert buckets.read("tim").due_ms == pytest.approx(clock.now + interval, abs=15)
+    assert reserved_before < started and clock.now - started == pytest.approx(150, abs=25)
+
+
 def test_a_call_a_little_late_goes_at_once_and_spends_one_moment(clock: FakeClock) -> None:
     buckets = InMemoryBucketStore()
     governor = Governor(buckets, clock, clock.sleep)

@@ -26,6 +26,8 @@ HEADROOM = 0.9  # the share of a published limit Herald plans to use: arrivals j
 SLOWEST_SHARE = 0.05  # a refusal never cuts a bucket below this share of its limit
 _RACES = 20
 _RESERVE_AGAIN_MS = 2_000  # a late call waits at most this long for its next moment, or goes as it is
+_LEAD_WEIGHT = 0.3  # how much the last call's reservation and last step count in the lead (a moving average)
+_MOST_LEAD_MS = 1_000.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,9 @@ class Governor:
         self._store = store
         self._clock = clock
         self._sleep = sleep
+        # How long reserving a moment and the caller's last step have been taking: a moment is reserved at
+        # least that far ahead, so the call is ready when its moment comes instead of going late.
+        self._lead_ms = 0.0
 
     def take(
         self,
@@ -129,9 +134,10 @@ class Governor:
         (then nothing is reserved, `meanwhile` does not run, and the call does not go). What `meanwhile`
         does comes out of the wait instead of coming between the moment and the call."""
         paced = [gate for gate in gates if not gate.limit.off]
+        started = self._clock()
         while paced:
             budget = budget_ms()
-            moment, wait = self._reserve(paced, budget)
+            moment, wait = self._reserve(paced, budget, self._lead_ms)
             if moment is None and wait > budget:
                 return wait
             if moment is not None:
@@ -140,6 +146,9 @@ class Governor:
         else:
             moment = self._clock()
         meanwhile()
+        if paced:
+            took = min(_MOST_LEAD_MS, self._clock() - started)
+            self._lead_ms += _LEAD_WEIGHT * (took - self._lead_ms)
         self._sleep_until(moment)
         if paced and self._clock() - moment > _tolerated_lateness_ms(paced):
             # `meanwhile`, a slow reservation or a late wake-up: going now would put this call beside those
@@ -162,13 +171,13 @@ class Governor:
             if self._store.write({gate.name: after}, _expiry(after.due_ms, now, gate)):
                 return
 
-    def _reserve(self, gates: Sequence[Gate], budget_ms: int) -> tuple[float | None, int]:
-        """The moment reserved and the ms until it; or None and the ms until the earliest one, when that is
-        beyond the budget (or 1 when every race was lost)."""
+    def _reserve(self, gates: Sequence[Gate], budget_ms: int, lead_ms: float = 0.0) -> tuple[float | None, int]:
+        """The moment reserved (no sooner than `lead_ms` from now) and the ms until it; or None and the ms until
+        the earliest one, when that is beyond the budget (or 1 when every race was lost)."""
         for _ in range(_RACES):
             now = self._clock()
             buckets = {gate.name: self._store.read(gate.name) for gate in gates}
-            at = max(buckets[gate.name].earliest_ms(gate.limit, now) for gate in gates)
+            at = max(now + lead_ms, *(buckets[gate.name].earliest_ms(gate.limit, now) for gate in gates))
             wait = math.ceil(at - now) if at - now >= 1 else 0
             if wait > budget_ms:
                 return None, wait
@@ -179,13 +188,12 @@ class Governor:
 
 
 def _tolerated_lateness_ms(gates: Sequence[Gate]) -> float:
-    """How late a call may go at its reserved moment: a quarter of the shortest interval of its per-second
-    buckets (what it takes from there to reach the provider adds more; a per-minute bucket's burst absorbs any
-    lateness)."""
+    """How late a call may go at its reserved moment: half the shortest interval of its per-second buckets (a
+    per-minute bucket's burst absorbs any lateness)."""
     per_second = [gate for gate in gates if gate.limit.burst == 1]
     if not per_second:
         return math.inf
-    return min(1000 / gate.limit.rate_per_s for gate in per_second) / 4
+    return min(1000 / gate.limit.rate_per_s for gate in per_second) / 2
 
 
 def _expiry(due_ms: float, now: int, gate: Gate) -> int:
