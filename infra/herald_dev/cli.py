@@ -140,7 +140,6 @@ def cmd_fake_app(args: argparse.Namespace) -> int:
     local cloud's SSM SecureString `--secret-parameter` (made once, as an operator stores it in AWS; a run
     again keeps it). Prints the app and the parameter's name, never the secret."""
     import secrets
-    import urllib.request
 
     import boto3
 
@@ -162,29 +161,27 @@ def cmd_fake_app(args: argparse.Namespace) -> int:
         fake, app = "tencent_im", {"sdk_app_id": args.sdk_app_id, "admin": args.admin, "secret_key": secret}
     else:
         fake, app = "feishu", {"app_id": args.app_id, "app_secret": secret}
-    request = urllib.request.Request(  # noqa: S310 - the local cloud's loopback fake
-        f"{state['fakes'][fake]}/__fake/apps",
-        data=json.dumps(app).encode(),
-        headers={"content-type": "application/json"},
-    )
-    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310 - the local cloud's loopback fake
+    _post_to_fake(state["fakes"][fake], "/__fake/apps", app)
     shown = {key: value for key, value in app.items() if key not in ("secret_key", "app_secret")}
     print(json.dumps({**shown, "secret_parameter": name}))
     return 0
 
 
+def _post_to_fake(fake_url: str, path: str, body: object) -> None:
+    """A control call to one of the running local cloud's loopback fakes (its URL from the state file)."""
+    import urllib.request
+
+    request = urllib.request.Request(  # noqa: S310 - the local cloud's loopback fake
+        f"{fake_url}{path}", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310 - the local cloud's loopback fake
+
+
 def cmd_feishu_fail(args: argparse.Namespace) -> int:
     """The fake Feishu refuses the next card sent to `--chat` with a Feishu error code: a permanent one (230002,
     the bot is not in the chat) fails its job at once and blocks its lane until an operator resolves it."""
-    import urllib.request
-
     fault = {"op": "send", "code": args.code, "status": 400, "receive_id": args.chat}
-    request = urllib.request.Request(  # noqa: S310 - the local cloud's loopback fake
-        f"{_local_state(args)['fakes']['feishu']}/__fake/faults",
-        data=json.dumps([fault]).encode(),
-        headers={"content-type": "application/json"},
-    )
-    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310 - the local cloud's loopback fake
+    _post_to_fake(_local_state(args)["fakes"]["feishu"], "/__fake/faults", [fault])
     print(f"the next card to {args.chat} is refused with Feishu code {args.code}")
     return 0
 

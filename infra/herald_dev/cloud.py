@@ -395,8 +395,8 @@ class LocalCloud:
         if saved is None:
             return
         tables, urls = self._tables_and_queues()
-        queues = {logical: (url.rsplit("/", 1)[-1], self.config.region) for logical, url in urls.items()}
-        summary = saved.save(tables, queues, self.client, self.fakes)
+        names = {logical: self.stack.attributes[logical]["QueueName"] for logical in urls}
+        summary = saved.save(tables, names, self.config.region, self.client, self.fakes)
         log.info("saved the state in %s (%s)", saved.directory, summary)
 
     def _service_key(self, service_id: str, capability: str) -> str:

@@ -10,13 +10,10 @@ janitors settle what it left (confirms, pushes, events), as they do after any cr
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger("local-cloud")
 
 SNAPSHOT = "snapshot.json"
 
@@ -59,8 +56,7 @@ def _moto_messages(queue_name: str, region: str) -> list[dict[str, Any]]:
     return saved
 
 
-def _send(sqs: Any, url: str, messages: Iterable[dict[str, Any]]) -> int:
-    sent = 0
+def _send(sqs: Any, url: str, messages: Iterable[dict[str, Any]]) -> None:
     for message in messages:
         request: dict[str, Any] = {"QueueUrl": url, "MessageBody": message["body"]}
         if message["group_id"]:
@@ -70,8 +66,6 @@ def _send(sqs: Any, url: str, messages: Iterable[dict[str, Any]]) -> int:
         if message["attributes"]:
             request["MessageAttributes"] = message["attributes"]
         sqs.send_message(**request)
-        sent += 1
-    return sent
 
 
 def _parameters(ssm: Any) -> list[dict[str, str]]:
@@ -91,12 +85,12 @@ class SavedState:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def save(self, tables: dict[str, str], queues: dict[str, tuple[str, str]], clients: Any, fakes: Any) -> str:
-        """Write the snapshot: `tables` logical id -> table name; `queues` logical id -> (name, region)."""
+    def save(self, tables: dict[str, str], queues: dict[str, str], region: str, clients: Any, fakes: Any) -> str:
+        """Write the snapshot: `tables` logical id -> table name; `queues` logical id -> queue name."""
         dynamodb, ssm = clients("dynamodb"), clients("ssm")
         snapshot = {
             "tables": {logical: _scan(dynamodb, name) for logical, name in tables.items()},
-            "queues": {logical: _moto_messages(name, region) for logical, (name, region) in queues.items()},
+            "queues": {logical: _moto_messages(name, region) for logical, name in queues.items()},
             "parameters": _parameters(ssm),
             "fakes": fakes.saved() if fakes is not None else {},
         }
