@@ -48,7 +48,13 @@ from herald.auth.dynamo import DynamoServiceKeyStore  # noqa: E402
 from herald.auth.service_keys import ServiceKeys  # noqa: E402
 from herald.events.dynamo import DynamoEventStore  # noqa: E402
 from herald.events.models import Job, Lane  # noqa: E402
-from tests.support.local_cloud import RATE_LIMITS_OFF, DynamoDBLocal, LocalCloudProcess  # noqa: E402
+from tests.support.local_cloud import (  # noqa: E402
+    RATE_LIMITS_OFF,
+    DynamoDBLocal,
+    FauxQs,
+    LocalCloudProcess,
+    start_backing,
+)
 from tests.support.owner import LoopbackOwner  # noqa: E402
 
 INTAKE_LIMITS_OFF = {name: value for name, value in RATE_LIMITS_OFF.items() if "RATE_LIMIT" in name}
@@ -310,10 +316,11 @@ def main() -> None:
     parser.add_argument("--receivers", type=int, default=500)
     parser.add_argument("--scenarios", default="abc", help="which of (a), (b), (c) to run")
     parser.add_argument(
-        "--tables",
-        choices=["dynamodb-local", "moto"],
-        default="dynamodb-local",
-        help="the tables' engine (DynamoDB Local serves concurrent workers; moto serves one request at a time)",
+        "--engines",
+        choices=["local", "moto"],
+        default="local",
+        help="the tables' and queues' engines: DynamoDB Local and fauxqs (they serve concurrent workers), or moto "
+        "(one request at a time)",
     )
     args = parser.parse_args()
     env = {
@@ -326,8 +333,19 @@ def main() -> None:
     }
     tag = f"{int(time.time()) % 100_000:05d}"
     with tempfile.TemporaryDirectory() as workdir:
-        engine = DynamoDBLocal(Path(workdir)).start() if args.tables == "dynamodb-local" else None
-        cloud = LocalCloudProcess(Path(workdir), env=env, dynamodb_endpoint=engine.endpoint if engine else None)
+        work = Path(workdir)
+        local = args.engines == "local"
+        tables, queues = (DynamoDBLocal(work).start(), FauxQs(work).start()) if local else (None, None)
+        # The provider fakes run in a process of their own, as the providers do: in the local cloud's (its busiest
+        # process), a call's arrival was stamped only once that process let the fake run, up to 150 ms late.
+        backing, backing_state = start_backing(work)
+        cloud = LocalCloudProcess(
+            work,
+            env=env,
+            dynamodb_endpoint=tables.endpoint if tables else None,
+            sqs_endpoint=queues.endpoint if queues else None,
+            backing=backing_state,
+        )
         cloud.start()
         try:
             feishu_limits = {
@@ -355,8 +373,11 @@ def main() -> None:
             }
         finally:
             cloud.stop()
-            if engine is not None:
-                engine.stop()
+            backing.terminate()
+            backing.wait(timeout=20)
+            for engine in (tables, queues):
+                if engine is not None:
+                    engine.stop()
     print(json.dumps(report))
 
 

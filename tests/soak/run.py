@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import random
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,23 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 
 from tests.soak.load import LoadRun  # noqa: E402
-from tests.support.local_cloud import RATE_LIMITS_OFF, DynamoDBLocal, LocalCloudProcess, free_port  # noqa: E402
-
-
-def start_backing(workdir: Path) -> tuple[subprocess.Popen[bytes], Path]:
-    state = workdir / "backing.json"
-    command = [
-        sys.executable, "-m", "herald_dev.cli", "backing",
-        "--moto-port", str(free_port()),
-        "--state-file", str(state),
-    ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=REPO, stdout=(workdir / "backing.log").open("wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not state.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError((workdir / "backing.log").read_text())
-        time.sleep(0.1)
-    return process, state
+from tests.support.local_cloud import RATE_LIMITS_OFF, DynamoDBLocal, LocalCloudProcess, start_backing  # noqa: E402
 
 
 def crash_and_restart(cloud: LocalCloudProcess, crashes: int, seconds: float, seed: int, log: list[float]) -> None:

@@ -187,6 +187,24 @@ class FauxQs(LocalEngine):
         client.list_queues()
 
 
+def start_backing(workdir: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """`herald backing` (moto's SQS and the provider fakes) in a process of its own; its state file for
+    `LocalCloudProcess(backing=...)`."""
+    state = workdir / "backing.json"
+    command = [
+        sys.executable, "-m", "herald_dev.cli", "backing",
+        "--moto-port", str(free_port()),
+        "--state-file", str(state),
+    ]  # fmt: skip
+    process = subprocess.Popen(command, cwd=REPO, stdout=(workdir / "backing.log").open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not state.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError((workdir / "backing.log").read_text())
+        time.sleep(0.1)
+    return process, state
+
+
 class LocalCloudProcess:
     """`herald local` as a subprocess, with its own ports, stack name and log file."""
 

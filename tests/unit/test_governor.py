@@ -4,6 +4,11 @@ moves."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from herald.limits.governor import SLOWEST_SHARE, Bucket, BucketLimit, Gate, Governor
@@ -120,7 +125,7 @@ def test_a_call_that_cannot_wait_for_its_moment_reserves_nothing(governor: Gover
 def test_a_call_made_late_by_its_last_step_takes_the_next_free_moment_instead_of_bunching(clock: FakeClock) -> None:
     """A call whose last step (marking the delivery) outlasts its wait goes late, close to the calls reserved
     after it: at a provider counting a sliding second, late calls and punctual ones add up over the limit. Past
-    a quarter of an interval late, a call takes the next free moment instead (its first one goes unused)."""
+    half the bucket's slack late, a call takes the next free moment instead (its first one goes unused)."""
     buckets = InMemoryBucketStore()
     governor = Governor(buckets, clock, clock.sleep)
     im = Gate("tim", BucketLimit(5))  # paced at 4.5 a second: every 222.2 ms
@@ -128,22 +133,6 @@ def test_a_call_made_late_by_its_last_step_takes_the_next_free_moment_instead_of
     assert governor.take([im]) == 0  # at START; the next moment is START + 222
     assert governor.take([im], lambda: 5_000, meanwhile=lambda: clock.advance(400)) == 0
     assert clock.now == pytest.approx(START + 2 * interval, abs=1)  # not at START + 400, beside the next one
-    assert buckets.read("tim").due_ms == pytest.approx(START + 3 * interval, abs=1)
-
-
-def test_a_call_that_woke_up_late_takes_the_next_free_moment_too(clock: FakeClock) -> None:
-    oversleeps = [150]  # the first wake-up comes 150 ms late (a loaded machine), later ones on time
-
-    def sleep(seconds: float) -> None:
-        clock.advance(round(seconds * 1000) + (oversleeps.pop() if oversleeps else 0))
-
-    buckets = InMemoryBucketStore()
-    governor = Governor(buckets, clock, sleep)
-    im = Gate("tim", BucketLimit(5))
-    interval = 1000 / 4.5
-    assert governor.take([im]) == 0
-    assert governor.take([im], lambda: 5_000) == 0  # reserved START + 222, awake at START + 372
-    assert clock.now == pytest.approx(START + 2 * interval, abs=1)
     assert buckets.read("tim").due_ms == pytest.approx(START + 3 * interval, abs=1)
 
 
@@ -157,7 +146,7 @@ def test_a_governor_reserves_far_enough_ahead_for_its_calls_last_step_and_spends
     governor = Governor(buckets, clock, clock.sleep)
     im = Gate("tim", BucketLimit(5))
     interval = 1000 / 4.5
-    for _ in range(10):  # each call finds the bucket free: it would go at once, were it not for its mark
+    for _ in range(30):  # each call finds the bucket free: it would go at once, were it not for its mark
         clock.advance(400)
         assert governor.take([im], lambda: 5_000, meanwhile=lambda: clock.advance(150)) == 0
     reserved_before = buckets.read("tim").due_ms
@@ -178,6 +167,88 @@ def test_a_call_a_little_late_goes_at_once_and_spends_one_moment(clock: FakeCloc
     assert governor.take([im], lambda: 5_000, meanwhile=lambda: clock.advance(250)) == 0  # 28 ms late
     assert clock.now == START + 250
     assert buckets.read("tim").due_ms == pytest.approx(START + 2 * interval, abs=1)
+
+
+def test_a_call_later_than_half_the_slack_takes_its_next_moment_however_long_the_interval(clock: FakeClock) -> None:
+    """A chat's 1 a second, paced every 1,111 ms, leaves 111 ms of slack in a sliding second: a call 100 ms late
+    would reach the provider 1,011 ms before the next, leaving 11 ms for its way there. The tolerance is half the
+    slack (55 ms), not a share of the interval (half of it would let the call go 555 ms late: two in a second)."""
+    buckets = InMemoryBucketStore()
+    governor = Governor(buckets, clock, clock.sleep)
+    chat = Gate("chat", BucketLimit(1))
+    interval = 1000 / 0.9
+    assert chat.limit.slack_ms == pytest.approx(111.1, abs=0.1)
+    assert governor.take([chat]) == 0
+    assert governor.take([chat], lambda: 5_000, meanwhile=lambda: clock.advance(round(interval) + 100)) == 0
+    assert clock.now == pytest.approx(START + 2 * interval, abs=1)
+    assert buckets.read("chat").due_ms == pytest.approx(START + 3 * interval, abs=1)
+
+
+@pytest.mark.parametrize("late_wake_ups", [1, 2])
+def test_a_call_that_woke_up_late_takes_the_next_free_moment_and_again_if_late_again(
+    clock: FakeClock, late_wake_ups: int
+) -> None:
+    """The first wake-ups come 150 ms late (a loaded machine), later ones on time: START + 222 is awake at 372
+    and takes START + 444; late for that too (594), it takes START + 666."""
+    oversleeps = [150] * late_wake_ups
+
+    def sleep(seconds: float) -> None:
+        clock.advance(round(seconds * 1000) + (oversleeps.pop() if oversleeps else 0))
+
+    buckets = InMemoryBucketStore()
+    governor = Governor(buckets, clock, sleep)
+    im = Gate("tim", BucketLimit(5))
+    interval = 1000 / 4.5
+    assert governor.take([im]) == 0
+    assert governor.take([im], lambda: 5_000) == 0
+    assert clock.now == pytest.approx(START + (1 + late_wake_ups) * interval, abs=1)
+    assert buckets.read("tim").due_ms == pytest.approx(START + (2 + late_wake_ups) * interval, abs=1)
+
+
+class SlowBucketStore:
+    """Buckets in memory whose reads take a while (a loaded table), counting the reservations between a read
+    and a write, and the writes lost to another's."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryBucketStore()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.lost = 0
+        self._lock = threading.Lock()
+
+    def read(self, name: str) -> Bucket:
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        # the sleep is the behaviour: a read that takes a while, so that threads racing would overlap
+        time.sleep(0.002)
+        return self.inner.read(name)
+
+    def write(self, buckets: Mapping[str, Bucket], expires_at_s: int) -> bool:
+        with self._lock:
+            self.in_flight -= 1
+            written = self.inner.write(buckets, expires_at_s)
+            self.lost += not written
+            return written
+
+
+def test_threads_of_one_instance_reserve_one_at_a_time_instead_of_racing_for_the_bucket(clock: FakeClock) -> None:
+    """Pushes side by side in one instance: each win of a race would cost every other thread a read and a write
+    (under load, enough lost races made a reservation later than its moment)."""
+    buckets = SlowBucketStore()
+    governor = Governor(buckets, clock, lambda seconds: None)
+    im = Gate("tim", BucketLimit(5))
+    start = threading.Barrier(8)
+
+    def push() -> int:
+        start.wait()
+        return governor.take([im], lambda: 60_000)
+
+    with ThreadPoolExecutor(8) as pool:
+        waits = list(pool.map(lambda _: push(), range(8)))
+    assert waits == [0] * 8
+    assert (buckets.most_in_flight, buckets.lost) == (1, 0)
+    assert buckets.inner.read("tim").due_ms == pytest.approx(START + 8 * 1000 / 4.5, abs=1)
 
 
 def test_a_limit_of_zero_is_off(governor: Governor) -> None:

@@ -15,6 +15,7 @@ recovers by itself.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -26,6 +27,7 @@ HEADROOM = 0.9  # the share of a published limit Herald plans to use: arrivals j
 SLOWEST_SHARE = 0.05  # a refusal never cuts a bucket below this share of its limit
 _RACES = 20
 _RESERVE_AGAIN_MS = 2_000  # a late call waits at most this long for its next moment, or goes as it is
+_LATE_RESERVATIONS = 3  # how many times a call late for its moment takes the next one
 _LEAD_WEIGHT = 0.3  # how much the last call's reservation and last step count in the lead (a moving average)
 _MOST_LEAD_MS = 1_000.0
 
@@ -51,6 +53,12 @@ class BucketLimit:
     @property
     def off(self) -> bool:
         return self.calls <= 0
+
+    @property
+    def slack_ms(self) -> float:
+        """How much later than paced a call may reach the provider before a window of `per_seconds` holds
+        more than `calls`: the time that pacing below the limit leaves spare in each window."""
+        return self.per_seconds * 1000 * (1 / self.headroom - 1)
 
 
 @dataclass(frozen=True)
@@ -119,9 +127,12 @@ class Governor:
         self._store = store
         self._clock = clock
         self._sleep = sleep
-        # How long reserving a moment and the caller's last step have been taking: a moment is reserved at
-        # least that far ahead, so the call is ready when its moment comes instead of going late.
+        # How long reserving a moment and the caller's last step have been taking (a moving average): a moment
+        # is reserved at least that far ahead, so the call is ready when its moment comes instead of going late.
         self._lead_ms = 0.0
+        # One reservation at a time in this instance: its threads (pushes side by side) would otherwise race
+        # each other for the same bucket item, each win costing every other thread a read and a write.
+        self._reserving = threading.Lock()
 
     def take(
         self,
@@ -134,29 +145,38 @@ class Governor:
         (then nothing is reserved, `meanwhile` does not run, and the call does not go). What `meanwhile`
         does comes out of the wait instead of coming between the moment and the call."""
         paced = [gate for gate in gates if not gate.limit.off]
-        started = self._clock()
-        while paced:
+        if not paced:
+            meanwhile()
+            return 0
+        while True:
             budget = budget_ms()
             moment, wait = self._reserve(paced, budget, self._lead_ms)
-            if moment is None and wait > budget:
-                return wait
             if moment is not None:
                 break
+            if wait > budget:
+                return wait
             self._sleep(wait / 1000)  # lost every race: the buckets are contended right now
-        else:
-            moment = self._clock()
+        reserved_at = moment - wait
         meanwhile()
-        if paced:
-            took = min(_MOST_LEAD_MS, self._clock() - started)
-            self._lead_ms += _LEAD_WEIGHT * (took - self._lead_ms)
-        self._sleep_until(moment)
-        if paced and self._clock() - moment > _tolerated_lateness_ms(paced):
-            # `meanwhile`, a slow reservation or a late wake-up: going now would put this call beside those
-            # reserved after it. It takes the next free moment (none soon: it goes late, as it is).
-            again, _ = self._reserve(paced, budget_ms=_RESERVE_AGAIN_MS)
-            if again is not None:
-                self._sleep_until(again)
+        took = min(_MOST_LEAD_MS, self._clock() - reserved_at)
+        self._lead_ms += _LEAD_WEIGHT * (took - self._lead_ms)
+        self._go_at(paced, moment)
         return 0
+
+    def _go_at(self, gates: Sequence[Gate], moment: float) -> None:
+        """Wait for the moment. A call later than tolerated (a slow `meanwhile` or reservation, a late wake-up)
+        would reach the provider beside the calls reserved after it: it takes the next free moment instead, a
+        few times at most (none soon: it goes late, as it is)."""
+        tolerated = _tolerated_lateness_ms(gates)
+        for _ in range(_LATE_RESERVATIONS):
+            self._sleep_until(moment)
+            if self._clock() - moment <= tolerated:
+                return
+            again, _ = self._reserve(gates, _RESERVE_AGAIN_MS)
+            if again is None:
+                return
+            moment = again
+        self._sleep_until(moment)
 
     def _sleep_until(self, moment: float) -> None:
         if (left := moment - self._clock()) >= 1:  # times near 1.8e12 ms carry float rounding
@@ -174,6 +194,10 @@ class Governor:
     def _reserve(self, gates: Sequence[Gate], budget_ms: int, lead_ms: float = 0.0) -> tuple[float | None, int]:
         """The moment reserved (no sooner than `lead_ms` from now) and the ms until it; or None and the ms until
         the earliest one, when that is beyond the budget (or 1 when every race was lost)."""
+        with self._reserving:
+            return self._reserve_racing(gates, budget_ms, lead_ms)
+
+    def _reserve_racing(self, gates: Sequence[Gate], budget_ms: int, lead_ms: float) -> tuple[float | None, int]:
         for _ in range(_RACES):
             now = self._clock()
             buckets = {gate.name: self._store.read(gate.name) for gate in gates}
@@ -188,12 +212,13 @@ class Governor:
 
 
 def _tolerated_lateness_ms(gates: Sequence[Gate]) -> float:
-    """How late a call may go at its reserved moment: half the shortest interval of its per-second buckets (a
-    per-minute bucket's burst absorbs any lateness)."""
+    """How late a call may go at its reserved moment: half the slack of its paced buckets (the other half is for
+    the call's way to the provider, whose arrival is what the provider counts); a per-minute bucket's burst
+    absorbs any lateness."""
     per_second = [gate for gate in gates if gate.limit.burst == 1]
     if not per_second:
         return math.inf
-    return min(1000 / gate.limit.rate_per_s for gate in per_second) / 2
+    return min(gate.limit.slack_ms for gate in per_second) / 2
 
 
 def _expiry(due_ms: float, now: int, gate: Gate) -> int:
