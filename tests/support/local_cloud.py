@@ -242,6 +242,8 @@ class LocalCloudProcess:
 
     @property
     def aws_endpoint(self) -> str:
+        if self.backing:  # AWS is served by `herald backing`'s moto
+            return str(json.loads(self.backing.read_text())["aws_endpoint"])
         return f"http://127.0.0.1:{self.moto_port}"
 
     def command(self) -> list[str]:
