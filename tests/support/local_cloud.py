@@ -196,12 +196,15 @@ def start_backing(workdir: Path) -> tuple[subprocess.Popen[bytes], Path]:
         "--moto-port", str(free_port()),
         "--state-file", str(state),
     ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=REPO, stdout=(workdir / "backing.log").open("wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not state.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError((workdir / "backing.log").read_text())
-        time.sleep(0.1)
+    log_path = workdir / "backing.log"
+    process = subprocess.Popen(command, cwd=REPO, stdout=log_path.open("wb"), stderr=subprocess.STDOUT)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"herald backing exited early:\n{log_path.read_text()[-4000:]}")
+        return state.exists()
+
+    _wait(ready, 60, "herald backing", log_path)
     return process, state
 
 
