@@ -18,7 +18,8 @@ Each scenario is audited from the fakes' logs: `delivered_per_s` (provider calls
 the last), `ceiling_per_s` (the binding limit), `ratio`, `provider_calls`, `provider_refusals`, `superseded`
 (jobs Herald did not send because a newer revision of their card was waiting), `order_violations` (a card shown
 an older revision after a newer one, a lane's events delivered out of receive order, a receiver's confirms
-pushed out of order); (a) also `max_calls_per_card`, (b) `speedup_vs_service_order`. The last line printed
+pushed out of order); (a) also `max_calls_per_card` and `posted_per_s`, (b) `speedup_vs_service_order`, (c)
+`created_per_s` (the owner API's pace, which pushes cannot outrun). The last line printed
 is one JSON object of them. Intake limits are off (this measures delivery), and Feishu's per-minute app limit
 is neither paced nor enforced (its per-second one is).
 
@@ -270,9 +271,11 @@ class Bench:
                 }
                 client.post("/internal/v1/confirms", json=body).raise_for_status()
 
+            started = time.monotonic()
             with ThreadPoolExecutor(max_workers=8) as pool:
                 for round_ in range(rounds):  # a receiver's k-th confirm only after its (k-1)-th was created
                     list(pool.map(lambda receiver, r=round_: ask(r, receiver), [rc for rn, rc in asks if rn == round_]))
+            created_per_s = len(asks) / (time.monotonic() - started)
             mine = set(receivers)
 
             def pushes() -> list[dict[str, Any]]:
@@ -295,6 +298,7 @@ class Bench:
             superseded=0,
             order_violations=out_of_order,
             doubled=len(pushed) - len({m["data"]["confirm_id"] for m in pushed}),
+            created_per_s=round(created_per_s, 1),
         )
 
 

@@ -352,6 +352,7 @@ class InMemoryJobStore:
         self.events: dict[tuple[str, str], StoredEvent] = {}
         self.cards: dict[tuple[str, str, str], CardMessage] = {}
         self.before: dict[str, list[Callable[[], object]]] = {}
+        self.writes: list[str] = []  # each landed write's step, in order
 
     def _hook(self, name: str) -> None:
         while self.before.get(name):
@@ -426,7 +427,20 @@ class InMemoryJobStore:
             self.heads[lane] = dataclasses.replace(head, done_seq=after.seq)
         if card is not None:
             self.cards[(card.service_id, card.card_id, card.target.key)] = card.card
+        self.writes.append(step_of(before, after))
         return after
+
+    def supersede(self, run: Sequence[tuple[Job, Job]], at_ms: int) -> None:
+        self._hook("supersede")
+        lane = run[0][1].lane.key
+        head = self.heads[lane]
+        held = head.done_seq == run[0][1].seq - 1
+        if not (held and all(Guard.of(b, a, at_ms).holds(self.jobs[(lane, a.seq)]) for b, a in run)):
+            raise StaleJob(f"a job of {lane} from {run[0][1].seq} to {run[-1][1].seq} changed")
+        for _, after in run:
+            self.jobs[(lane, after.seq)] = after
+        self.heads[lane] = dataclasses.replace(head, done_seq=run[-1][1].seq)
+        self.writes.append("supersede")
 
 
 def step_of(before: Job, after: Job) -> str:

@@ -15,6 +15,7 @@ import pytest
 
 from herald.events.models import (
     EVIDENCE_LINES,
+    SUPERSEDED_AT_ONCE,
     CardMessage,
     CardWrite,
     DuplicateEvent,
@@ -24,6 +25,7 @@ from herald.events.models import (
     Lane,
     StaleJob,
     Target,
+    superseded_run,
 )
 from herald.events.nudges import OverdueJobs
 from herald.events.operations import OperationsStore
@@ -284,3 +286,24 @@ class JobStoreContract:
             2,
             new.job_id,
         )
+
+    def test_a_run_of_superseded_revisions_is_written_at_once_with_the_cursor_past_the_last(
+        self, store: JobStore, service: str
+    ) -> None:
+        jobs = self.append(store, service, *(event(f"e{n}", f"card-{n % 2}", n) for n in range(1, 26)))
+        passed = superseded_run(jobs[0], store.waiting(service, 1, 50), NOW + 3, NOW + 3 + RETENTION_MS)
+        assert [old.seq for old, _ in passed] == list(range(1, 24))  # 24 and 25 are each card's newest
+        assert len(passed) < SUPERSEDED_AT_ONCE
+        store.supersede(passed, NOW + 3)
+        assert [store.job(service, after.seq) for _, after in passed] == [after for _, after in passed]
+        assert store.head(service).done_seq == 23
+        assert [after.resolutions[-1]["job_id"] for _, after in passed[:2]] == [jobs[-1].job_id, jobs[-2].job_id]
+
+    def test_a_run_of_superseded_revisions_with_one_moved_writes_nothing(self, store: JobStore, service: str) -> None:
+        jobs = self.append(store, service, *(event(f"e{n}", "card-1", n) for n in range(1, 5)))
+        run = superseded_run(jobs[0], jobs[1:], NOW, NOW + RETENTION_MS)
+        self.commit(store, jobs[1], jobs[1].claimed("a1", NOW + LEASE_MS))  # another worker's claim, meanwhile
+        with pytest.raises(StaleJob):
+            store.supersede(run, NOW)
+        assert store.job(service, 1) == jobs[0] and store.job(service, 3) == jobs[2]
+        assert store.head(service).done_seq == 0

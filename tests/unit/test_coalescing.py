@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from herald.events.dispatch import DrainResult, EventDispatcher
-from herald.events.models import Card, DispatchPolicy, ExternalEvent, JobStatus
+from herald.events.models import SUPERSEDED_AT_ONCE, Card, DispatchPolicy, ExternalEvent, JobStatus
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
 from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey
@@ -147,3 +147,39 @@ def test_revisions_that_arrive_while_a_drain_runs_are_coalesced_by_that_drain(he
     assert herald.drain() is DrainResult.CAUGHT_UP
     assert herald.feishu.calls == ["send build r1 to oc_1", "update om_1 to build r3"]
     assert [herald.status(seq) for seq in (1, 2, 3)] == [JobStatus.SUCCEEDED, JobStatus.SUPERSEDED, JobStatus.SUCCEEDED]
+
+
+def test_revisions_superseded_at_the_head_are_recorded_together_not_one_write_each(herald: Herald) -> None:
+    """Found by tests/bench/delivery_at_limits.py (a): one write per superseded job let a worker skip about as
+    fast as a partner posted, so it reached the revisions to send only once the posting stopped, and a card
+    sent early left the chat silent for seconds while its pace allowed calls."""
+    for revision in range(1, 11):
+        for card in range(5):
+            herald.post(f"card-{card}", revision)
+    assert herald.drain() is DrainResult.CAUGHT_UP
+    assert herald.feishu.calls == [f"send card-{card} r10 to oc_1" for card in range(5)]
+    assert [herald.status(seq) for seq in range(1, 51)] == [JobStatus.SUPERSEDED] * 45 + [JobStatus.SUCCEEDED] * 5
+    assert herald.store.writes.count("supersede") == -(-45 // SUPERSEDED_AT_ONCE)
+    assert herald.store.writes.count("complete") == 5  # the sends': no superseded job was written alone
+    assert herald.outcomes.count("superseded") == 45 and herald.store.head("svc").done_seq == 50
+    for seq in range(1, 46):
+        skipped = herald.store.job("svc", seq)
+        assert skipped is not None and skipped.resolutions[-1]["revision"] == 10
+        assert skipped.resolutions[-1]["job_id"] == f"svc:{46 + (seq - 1) % 5}"
+
+
+def test_two_workers_draining_one_lane_at_once_pass_over_its_revisions_once_and_send_the_newest_once(
+    herald: Herald,
+) -> None:
+    for revision in (1, 2, 3):
+        herald.post("build", revision)
+    other = EventDispatcher(
+        herald.store, FixedTargets(ALLOWED), herald.feishu, DispatchPolicy(reserve_ms=0), lambda nudge: None
+    )
+    # the other worker drains the lane between this one's read of the run and its write
+    herald.store.before["supersede"] = [lambda: other.drain("svc", lambda: 60_000)]
+    assert herald.drain() is DrainResult.CAUGHT_UP
+    assert herald.feishu.calls == ["send build r3 to oc_1"]
+    assert [herald.status(seq) for seq in (1, 2, 3)] == [JobStatus.SUPERSEDED] * 2 + [JobStatus.SUCCEEDED]
+    assert herald.store.writes.count("supersede") == 1 and herald.outcomes == []  # every write was the other's
+    assert herald.store.head("svc").done_seq == 3

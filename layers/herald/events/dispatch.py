@@ -35,6 +35,7 @@ from herald.events.models import (
     StaleJob,
     card_write,
     decide_card,
+    superseded_run,
 )
 from herald.events.nudges import Nudge
 from herald.events.pacing import Unpaced
@@ -106,8 +107,8 @@ class EventDispatcher:
                 continue  # read it again: to be settled now, or left to an operator
             if job.seq >= head.next_seq and job.may_be_superseded:
                 head = self._store.head(lane)  # jobs arrived since the drain began: a newer revision may be one
-            if head.next_seq > job.seq and self._superseded(job):
-                cursor = job.seq
+            if head.next_seq > job.seq and (passed := self._superseded(job)):
+                cursor = passed
                 continue
             left = remaining_ms()
             if left < self._policy.reserve_ms:
@@ -170,21 +171,20 @@ class EventDispatcher:
         if until > now:
             raise NotYet(f"job {job.job_id} {why}", until - now)
 
-    def _superseded(self, job: Job) -> bool:
-        """A queued card revision with a newer one of its card already waiting is not sent (the newer is, in
-        its turn): recorded superseded, the cursor past it. False when it is to be sent (or moved meanwhile)."""
-        if not job.may_be_superseded:
-            return False  # nothing to read
-        newer = job.newest_revision_in(self._store.waiting(job.lane.key, job.seq, COALESCE_WINDOW))
-        if newer is None:
-            return False
+    def _superseded(self, job: Job) -> int:
+        """A queued card revision with a newer one of its card waiting behind it is not sent (the newer is, in
+        its turn): it and the run of such jobs right behind it are recorded superseded in one write. Returns the
+        cursor's new place, or 0: the head is to be sent (or moved meanwhile)."""
         now = self._clock()
+        waiting = self._store.waiting(job.lane.key, job.seq, COALESCE_WINDOW) if job.may_be_superseded else []
         try:
-            self._store.commit(job, job.superseded(newer, now, now + self._policy.retention_ms), now, advance=True)
-        except StaleJob:
-            return False
-        self._on_outcome(job, "superseded")
-        return True
+            if run := superseded_run(job, waiting, now, now + self._policy.retention_ms):
+                self._store.supersede(run, now)
+        except StaleJob:  # only a lane's head moves the jobs behind it: another worker passed over this one first
+            return 0
+        for passed, _ in run:
+            self._on_outcome(passed, "superseded")
+        return run[-1][0].seq if run else 0
 
     def _paced(self, job: Job, remaining_ms: Callable[[], int], meanwhile: Callable[[], object] = lambda: None) -> bool:
         """The call's moment reserved, `meanwhile` run, the moment come (waited for while the time allowed)."""

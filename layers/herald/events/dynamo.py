@@ -4,6 +4,7 @@ job's step, derived from the difference of `before` and `after` under their `Gua
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pynamodb.attributes import Attribute
@@ -221,6 +222,20 @@ class DynamoEventStore:
                 raise StaleJob(str(error)) from error
         return after
 
+    def supersede(self, run: Sequence[tuple[Job, Job]], at_ms: int) -> None:
+        """The run's jobs and the cursor past the last in one transaction (two items a job, and the cursor)."""
+
+        def write(transaction: Transaction) -> None:
+            for before, after in run:
+                condition = self._guard(Guard.of(before, after, at_ms))
+                self._write_job(transaction, after, self._changes(before, after, at_ms), condition)
+            self._move_cursor(transaction, run[0][1].lane.key, run[0][1].seq - 1, run[-1][1].seq)
+
+        try:
+            self._database.transact(write)
+        except Cancelled as error:
+            raise StaleJob(str(error)) from error
+
     def _write_all(
         self,
         transaction: Transaction,
@@ -231,15 +246,9 @@ class DynamoEventStore:
         advance: bool,
         at_ms: int,
     ) -> None:
-        transaction.update(self._jobs(pk=lane_pk(job.lane.key), sk=job_sk(job.seq)), changes, condition)
-        if job.status.completed:
-            records = self._records
-            record = records(pk=event_pk(job.service_id, job.event.event_id))
-            transaction.update(record, [records.expires_at.set(ttl(job.expires_at_s))], records.seq == job.seq)
+        self._write_job(transaction, job, changes, condition)
         if advance:
-            heads = self._heads
-            head = heads(pk=lane_pk(job.lane.key))
-            transaction.update(head, [heads.done_seq.set(job.seq)], heads.done_seq == job.seq - 1)
+            self._move_cursor(transaction, job.lane.key, job.seq - 1, job.seq)
         if card is not None:
             cards = self._cards
             shown = card.card
@@ -252,6 +261,18 @@ class DynamoEventStore:
             )
             absent = card.expected_revision is None
             transaction.put(row, cards.pk.does_not_exist() if absent else cards.revision == card.expected_revision)
+
+    def _write_job(self, transaction: Transaction, job: Job, changes: list[Action], condition: Condition) -> None:
+        """The job's step and, when it finishes, its event id kept for the retention from now on."""
+        transaction.update(self._jobs(pk=lane_pk(job.lane.key), sk=job_sk(job.seq)), changes, condition)
+        if job.status.completed:
+            records = self._records
+            record = records(pk=event_pk(job.service_id, job.event.event_id))
+            transaction.update(record, [records.expires_at.set(ttl(job.expires_at_s))], records.seq == job.seq)
+
+    def _move_cursor(self, transaction: Transaction, lane: str, from_seq: int, to_seq: int) -> None:
+        heads = self._heads
+        transaction.update(heads(pk=lane_pk(lane)), [heads.done_seq.set(to_seq)], heads.done_seq == from_seq)
 
     def _changes(self, before: Job, after: Job, at_ms: int) -> list[Action]:
         """The columns `after` changes, set (or removed, when emptied) through the model's typed attributes."""

@@ -467,6 +467,25 @@ class Guard:
         return self.lease_ended_by_ms is None or (job.lock_until_ms < self.lease_ended_by_ms and not job.marked_at_ms)
 
 
+SUPERSEDED_AT_ONCE = 24  # jobs passed over in one transaction: two items each and the cursor, under its 100
+
+
+def superseded_run(head: Job, behind: Sequence[Job], now: int, expires_at_ms: int) -> list[tuple[Job, Job]]:
+    """The lane's head and the jobs right behind it (consecutive, at most SUPERSEDED_AT_ONCE) that a newer
+    revision of their card, waiting behind each, replaces: each with its superseded self. It stops at the first
+    job to be sent, so passing over the run keeps the lane's order."""
+    queue = [head, *behind]
+    run: list[tuple[Job, Job]] = []
+    for index, job in enumerate(queue[:SUPERSEDED_AT_ONCE]):
+        if index and job.seq != queue[index - 1].seq + 1:
+            break
+        newer = job.newest_revision_in(queue[index + 1 :])
+        if newer is None:
+            break
+        run.append((job, job.superseded(newer, now, expires_at_ms)))
+    return run
+
+
 def format_job_id(lane: str, seq: int) -> str:
     return f"{lane}:{seq}"
 

@@ -3,7 +3,7 @@ Feishu client, and the pace of Herald's calls to Feishu."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from herald.events.models import Card, CardMessage, CardWrite, Job, LaneHead, Target
@@ -31,6 +31,11 @@ class DispatchStore(Protocol):
     ) -> Job:
         """`after` over `before` if the stored job is still as `before` (StaleJob if not); with the card
         mapping it leaves, and, when `advance`, its lane's cursor moved past it."""
+        ...
+
+    def supersede(self, run: Sequence[tuple[Job, Job]], at_ms: int) -> None:
+        """Jobs passed over from the head of their lane, in order: each `after` (superseded) over `before`, and
+        the cursor past the last, in one write; StaleJob, and nothing written, if any of them moved."""
         ...
 
 
