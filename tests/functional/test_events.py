@@ -16,6 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 from herald_ops.template import StackTemplate
 
+from herald.auth.dynamo import DynamoServiceKeyStore
+from herald.auth.models import ServiceKeyRecord
 from herald.auth.service_keys import ServiceKeys
 from herald.clock import Clock, now_ms
 from herald.container import current
@@ -178,6 +180,23 @@ def test_events_are_delivered_in_receive_order_with_one_token_for_many_sends(
     assert job_statuses("scheduler") == ["succeeded"] * 8
     head = event_store().head("scheduler")
     assert (head.done_seq, head.next_seq) == (8, 8)
+
+
+def test_a_dispatch_message_reads_its_services_keys_once_for_its_tenant_and_its_targets(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partner.accept("evt-1", title="event 1")
+    events.pump_stream()
+    reads: list[str] = []
+    keys_of = DynamoServiceKeyStore.keys_of
+
+    def counted(store: DynamoServiceKeyStore, service_id: str) -> list[ServiceKeyRecord]:
+        reads.append(service_id)
+        return keys_of(store, service_id)
+
+    monkeypatch.setattr(DynamoServiceKeyStore, "keys_of", counted)
+    assert events.pump_queue() == 1
+    assert titles(feishu) == ["event 1"] and reads == ["scheduler"]
 
 
 def test_card_revisions_update_forward_and_never_back(

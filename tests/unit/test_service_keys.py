@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from herald.auth.models import DeliveryScope
 from herald.auth.service_keys import ServiceKeys, capability_allows, hash_secret
 from herald.errors import InvalidArgument, PermissionDenied, Unauthorized
 from tests.support.fakes import InMemoryServiceKeyStore
@@ -160,6 +161,19 @@ def test_revoked_key_takes_its_targets_with_it(keys: ServiceKeys) -> None:
     assert keys.allowed_targets("partner") == frozenset({"chat_id:oc_1", "chat_id:oc_2"})
     keys.revoke(first.key_id)
     assert keys.allowed_targets("partner") == frozenset({"chat_id:oc_2"})
+
+
+def test_a_services_events_are_delivered_for_the_one_tenant_its_live_keys_act_for_else_the_stacks(
+    keys: ServiceKeys,
+) -> None:
+    _, acme = keys.create_key("partner", ["/events/external"], app_codes=["acme"], targets=["chat_id:oc_1"])
+    assert keys.delivery_scope("partner") == DeliveryScope("acme", frozenset({"chat_id:oc_1"}))
+    _, globex = keys.create_key("partner", ["/events/external"], app_codes=["globex"], targets=["chat_id:oc_2"])
+    assert keys.delivery_scope("partner") == DeliveryScope("", frozenset({"chat_id:oc_1", "chat_id:oc_2"}))
+    keys.revoke(acme.key_id)
+    assert keys.delivery_scope("partner") == DeliveryScope("globex", frozenset({"chat_id:oc_2"}))
+    keys.revoke(globex.key_id)
+    assert keys.delivery_scope("partner") == DeliveryScope("", frozenset())
 
 
 def test_keys_are_listed_per_service_without_secrets(keys: ServiceKeys) -> None:

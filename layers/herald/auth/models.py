@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from herald.errors import InvalidArgument, PermissionDenied
@@ -78,3 +78,18 @@ class ServiceKeyRecord:
         revoked = self.revoked_at_ms is not None and self.revoked_at_ms <= now_ms
         expired = self.expires_at_ms is not None and self.expires_at_ms <= now_ms
         return not revoked and not expired
+
+
+@dataclass(frozen=True)
+class DeliveryScope:
+    """Where a service's external events are delivered, from its live keys: for which tenant (the one app_code
+    they act for; "" when several or none, and the stack's providers deliver them) and to which targets."""
+
+    tenant: str
+    targets: frozenset[str]
+
+    @classmethod
+    def of(cls, keys: Iterable[ServiceKeyRecord], now_ms: int) -> DeliveryScope:
+        live = [key for key in keys if key.live(now_ms)]
+        tenants = {app_code for key in live for app_code in key.app_codes}
+        return cls(next(iter(tenants)) if len(tenants) == 1 else "", frozenset(t for key in live for t in key.targets))

@@ -21,7 +21,14 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol
 
-from herald.auth.models import EVENT_ORDERS, SERVICE_ORDER, TARGET_ORDER, ServiceCaller, ServiceKeyRecord
+from herald.auth.models import (
+    EVENT_ORDERS,
+    SERVICE_ORDER,
+    TARGET_ORDER,
+    DeliveryScope,
+    ServiceCaller,
+    ServiceKeyRecord,
+)
 from herald.clock import Clock, now_ms
 from herald.errors import InvalidArgument, NotFound, PermissionDenied, Unauthorized
 from herald.events.models import RECEIVE_ID_TYPES
@@ -230,14 +237,10 @@ class ServiceKeys:
         records = self._store.keys_of(service_id) if service_id else self._store.all_keys()
         return sorted(records, key=lambda record: (record.service_id, record.created_at_ms))
 
-    def tenant_of(self, service_id: str) -> str:
-        """The tenant a service's external events are delivered for: the one app_code its live keys act for
-        ("" when they act for several, or none: the stack's providers deliver them)."""
-        now = self._clock()
-        tenants = {app_code for key in self._store.keys_of(service_id) if key.live(now) for app_code in key.app_codes}
-        return next(iter(tenants)) if len(tenants) == 1 else ""
+    def delivery_scope(self, service_id: str) -> DeliveryScope:
+        """The tenant and targets of a service's external events, its keys read once (a dispatch message's)."""
+        return DeliveryScope.of(self._store.keys_of(service_id), self._clock())
 
     def allowed_targets(self, service_id: str) -> frozenset[str]:
         """Where a service's events may still go: the targets of its live keys (a revoked key's go with it)."""
-        now = self._clock()
-        return frozenset(target for key in self._store.keys_of(service_id) if key.live(now) for target in key.targets)
+        return self.delivery_scope(service_id).targets

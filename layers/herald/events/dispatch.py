@@ -89,9 +89,9 @@ class EventDispatcher:
         self._clock = clock
         self._on_outcome = on_outcome or (lambda job, outcome: None)
 
-    def drain(self, lane: str, remaining_ms: Callable[[], int]) -> DrainResult:
-        service_id = Lane.parse(lane).service_id
-        allowed = self._targets.allowed_targets(service_id)  # read once a drain: a narrowing applies from the next
+    def drain(self, lane: str, remaining_ms: Callable[[], int], allowed: frozenset[str] | None = None) -> DrainResult:
+        if allowed is None:  # read once a drain (a worker reads it with its tenant): a narrowing applies from the next
+            allowed = self._targets.allowed_targets(Lane.parse(lane).service_id)
         head = self._store.head(lane)
         cursor = started_at = head.done_seq
         while (job := self._next_unfinished(lane, cursor)) is not None:

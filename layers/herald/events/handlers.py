@@ -30,9 +30,10 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
         lane = Nudge.lane_of(json.loads(record.body))
     except (ValueError, AttributeError) as exc:
         raise PermanentFailure(f"malformed dispatch message: {exc}") from exc
-    tenant = service_keys().tenant_of(Lane.parse(lane).service_id)  # its keys' tenant ("": the stack's app)
+    scope = service_keys().delivery_scope(Lane.parse(lane).service_id)  # its keys' tenant ("": the stack's app)
+    tenant = scope.tenant
     try:
-        result = dispatcher_for()(tenant).drain(lane, remaining_ms)
+        result = dispatcher_for()(tenant).drain(lane, remaining_ms, scope.targets)
     except TenantPaused as exc:  # a disabled tenant's lanes wait, untried, until it is enabled again
         raise RetryLater(str(exc), waiting_for_tenant_s(record.receive_count)) from exc
     except NotYet as exc:
