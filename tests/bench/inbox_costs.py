@@ -150,7 +150,7 @@ def main() -> None:
                 )
         write = Meter()
         with metered(write):
-            service.record(Incoming("lalu", "99", Kind.QUESTION_PENDING, "s", "t", "title", "", {}))
+            service.record(Incoming("lalu", "bench", "99", Kind.QUESTION_PENDING, "s", "t", "title", "", {}))
     base = {
         label: (requests, capacity, latency)
         for label, size, requests, capacity, latency, _ in rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import boto3
@@ -159,7 +160,7 @@ def test_preferences_stored_before_system_notify_existed_read_it_as_on(api: Test
     assert read["task_completed"] is False and read["system_notify"] is False
 
 
-def test_resolve_marks_read_is_idempotent_and_unknown_is_a_no_op(api: TestClient, producer: dict[str, str]) -> None:
+def test_resolve_marks_read_is_idempotent_and_unknown_is_not_found(api: TestClient, producer: dict[str, str]) -> None:
     notify(api, producer, kind="APPROVAL_PENDING", tail="req-7")
     body = {"app_code": "lalu", "user_id": USER, "kind": "APPROVAL_PENDING", "session_id": "s1", "tail": "req-7"}
     assert api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=producer).json()["data"] == {
@@ -170,8 +171,117 @@ def test_resolve_marks_read_is_idempotent_and_unknown_is_a_no_op(api: TestClient
     }
     unknown = {**body, "tail": "never-seen"}
     response = api.post("/internal/v1/inbox/notifications/resolve", json=unknown, headers=producer)
-    assert response.status_code == 200 and response.json()["data"] == {"resolved": False}
+    assert response.status_code == 404 and response.json()["code"] == "NOT_FOUND"
     assert count(api) == 0 and items(api)[0]["is_read"] is True
+
+
+@pytest.fixture
+def rival(service_keys: Any) -> dict[str, str]:
+    """Another team's service in the same tenant, with the same inbox capability as `producer`."""
+    key, _ = service_keys.create_key("rival", ["/internal/v1/inbox"])
+    return {"Authorization": f"Bearer {key}"}
+
+
+def test_another_service_cannot_resolve_a_producers_notification_and_is_told_what_an_unknown_one_gets(
+    api: TestClient, producer: dict[str, str], rival: dict[str, str]
+) -> None:
+    notify(api, producer, kind="APPROVAL_PENDING", tail="req-7")
+    body = {"app_code": "lalu", "user_id": USER, "kind": "APPROVAL_PENDING", "session_id": "s1", "tail": "req-7"}
+    foreign = api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=rival)
+    unknown = api.post("/internal/v1/inbox/notifications/resolve", json={**body, "tail": "none"}, headers=rival)
+    assert foreign.status_code == unknown.status_code == 404
+    assert {k: v for k, v in foreign.json().items() if k != "request_id"} == {
+        k: v for k, v in unknown.json().items() if k != "request_id"
+    }
+    assert count(api) == 1 and items(api)[0]["is_read"] is False
+    assert api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=producer).json()["data"] == {
+        "resolved": True
+    }
+    assert count(api) == 0
+
+
+def test_a_rival_writing_first_does_not_take_a_producers_dedup_key(
+    api: TestClient, producer: dict[str, str], rival: dict[str, str]
+) -> None:
+    planted = notify(api, rival, kind="APPROVAL_PENDING", tail="req-7", title="Approve at https://evil.example")
+    genuine = notify(api, producer, kind="APPROVAL_PENDING", tail="req-7", title="Approve the deploy")
+    assert planted["created"] is True and genuine["created"] is True
+    assert genuine["notification_id"] != planted["notification_id"]
+    again = notify(api, producer, kind="APPROVAL_PENDING", tail="req-7", title="changed")
+    assert again == {"notification_id": genuine["notification_id"], "created": False, "skipped": None}
+    titles = {item["notification_id"]: item["title"] for item in items(api)}
+    assert titles[genuine["notification_id"]] == "Approve the deploy"
+
+
+def test_distinct_sessions_and_tails_of_one_producer_never_share_a_key(
+    api: TestClient, producer: dict[str, str]
+) -> None:
+    first = notify(api, producer, session_id="run:42", tail="step")
+    second = notify(api, producer, session_id="run", tail="42:step")
+    assert first["created"] is True and second["created"] is True
+    assert first["notification_id"] != second["notification_id"] and count(api) == 2
+
+
+def test_dedup_keys_of_distinct_tuples_are_distinct() -> None:
+    tuples = [
+        ("engine", "1", "QUESTION_PENDING", "run:42", "step"),
+        ("engine", "1", "QUESTION_PENDING", "run", "42:step"),
+        ("engine", "1", "QUESTION_PENDING", "run%3A42", "step"),
+        ("engine:1", "", "QUESTION_PENDING", "run", "step"),
+        ("rival", "1", "QUESTION_PENDING", "run:42", "step"),
+    ]
+    keys = {dedup_key(*parts) for parts in tuples}  # type: ignore[arg-type]
+    assert len(keys) == len(tuples)
+
+
+def _legacy_notification(aws: StackTemplate, tail: str) -> str:
+    """A notification as an earlier Herald stored it: its dedup key without a producer, and no producer on it."""
+    table = aws.physical_name("InboxTable")
+    now_ms = int(time.time() * 1000)
+    notification_id = f"ntf_{now_ms:013d}aabbccdd"
+    pk, sk = f"U#lalu#{USER}", f"N#{notification_id}"
+    client = boto3.client("dynamodb")
+    client.put_item(
+        TableName=table,
+        Item={
+            "pk": {"S": pk}, "sk": {"S": sk}, "unread_pk": {"S": pk}, "unread_sk": {"S": sk},
+            "app_code": {"S": "lalu"}, "user_id": {"S": USER}, "notification_id": {"S": notification_id},
+            "kind": {"S": "APPROVAL_PENDING"}, "title": {"S": "old"}, "session_id": {"S": "s1"},
+            "dedup_key": {"S": f"{USER}:APPROVAL_PENDING:s1:{tail}"}, "is_read": {"BOOL": False},
+            "created_at_ms": {"N": str(now_ms)}, "expires_at": {"N": str(now_ms // 1000 + 86400)},
+        },
+    )  # fmt: skip
+    client.put_item(
+        TableName=table,
+        Item={
+            "pk": {"S": f"D#lalu#{USER}:APPROVAL_PENDING:s1:{tail}"}, "sk": {"S": "D"},
+            "notification_pk": {"S": pk}, "notification_sk": {"S": sk}, "notification_id": {"S": notification_id},
+            "expires_at": {"N": str(now_ms // 1000 + 86400)},
+        },
+    )  # fmt: skip
+    client.update_item(
+        TableName=table,
+        Key={"pk": {"S": pk}, "sk": {"S": "COUNTER"}},
+        UpdateExpression="ADD unread :one, version :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    return notification_id
+
+
+def test_notifications_stored_before_producers_were_recorded_still_dedup_and_resolve(
+    api: TestClient, aws: StackTemplate, producer: dict[str, str]
+) -> None:
+    legacy = _legacy_notification(aws, "req-old")
+    assert notify(api, producer, kind="APPROVAL_PENDING", tail="req-old") == {
+        "notification_id": legacy,
+        "created": False,
+        "skipped": None,
+    }
+    body = {"app_code": "lalu", "user_id": USER, "kind": "APPROVAL_PENDING", "session_id": "s1", "tail": "req-old"}
+    assert api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=producer).json()["data"] == {
+        "resolved": True
+    }
+    assert count(api) == 0 and [item["notification_id"] for item in items(api)] == [legacy]
 
 
 def test_the_writer_and_resolve_share_one_dedup_key(
@@ -186,13 +296,13 @@ def test_the_writer_and_resolve_share_one_dedup_key(
         return built[-1]
 
     monkeypatch.setattr(service_module, "dedup_key", spy)
-    notify(api, producer, kind="QUESTION_PENDING", session_id="s9", tail="q9")
-    body = {"user_id": USER, "kind": "QUESTION_PENDING", "session_id": "s9", "tail": "q9"}
+    notify(api, producer, kind="QUESTION_PENDING", session_id="s9", tail="q:9")
+    body = {"user_id": USER, "kind": "QUESTION_PENDING", "session_id": "s9", "tail": "q:9"}
     assert api.post("/internal/v1/inbox/notifications/resolve", json=body, headers=producer).json()["data"]["resolved"]
-    assert built == ["10002:QUESTION_PENDING:s9:q9"] * 2
+    assert built == ["by:engine:10002:QUESTION_PENDING:s9:q%3A9"] * 2
     stored = boto3.client("dynamodb").get_item(
         TableName=current().settings.inbox_table,
-        Key={"pk": {"S": "D#lalu#10002:QUESTION_PENDING:s9:q9"}, "sk": {"S": "D"}},
+        Key={"pk": {"S": "D#lalu#by:engine:10002:QUESTION_PENDING:s9:q%3A9"}, "sk": {"S": "D"}},
     )
     assert "Item" in stored
 

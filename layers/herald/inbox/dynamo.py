@@ -60,6 +60,7 @@ class NotificationRow(Model):
     session_id = UnicodeAttribute(null=True)
     payload: MapAttribute[str, Any] = MapAttribute(null=True)
     dedup_key = UnicodeAttribute()
+    producer = UnicodeAttribute(null=True)  # absent on notifications stored before producers were recorded
     is_read = BooleanAttribute(default=False)
     read_at_ms = IntAttribute(null=True)
     created_at_ms = IntAttribute()
@@ -80,6 +81,7 @@ class NotificationRow(Model):
             payload=self.payload.as_dict() if self.payload is not None else {},
             is_read=bool(self.is_read),
             read_at_ms=self.read_at_ms or 0,
+            producer=self.producer or "",
         )
 
 
@@ -195,6 +197,7 @@ class DynamoInboxStore:
             session_id=notification.session_id,
             payload=notification.payload,
             dedup_key=notification.dedup_key,
+            producer=notification.producer,
             is_read=False,
             created_at_ms=notification.created_at_ms,
             expires_at=expires_at,

@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+from urllib.parse import quote
 
 RETENTION_MS = 90 * 86_400_000
 
@@ -36,8 +37,18 @@ DEFAULT_PREFERENCES = {
 }
 
 
-def dedup_key(user_id: str, kind: Kind, session_id: str, tail: str) -> str:
-    """The one builder of the dedup key: every writer and `resolve` call this, never their own string."""
+def dedup_key(producer: str, user_id: str, kind: Kind, session_id: str, tail: str) -> str:
+    """The one builder of the dedup key: every writer and `resolve` call this, never their own string.
+
+    The producing service is part of it, so one service never takes, answers or resolves another's notification;
+    each part is percent-encoded (`:` is `%3A`), so no two distinct tuples make one key."""
+    parts = (producer, user_id, str(kind), session_id, tail)
+    return "by:" + ":".join(quote(part, safe="") for part in parts)
+
+
+def legacy_dedup_key(user_id: str, kind: Kind, session_id: str, tail: str) -> str:
+    """The key of a notification stored before producers were recorded (no producer; its parts not encoded).
+    Such a notification is still found by it until its retention ends; nothing is written under it anymore."""
     return f"{user_id}:{kind}:{session_id}:{tail}"
 
 
@@ -55,6 +66,7 @@ class Notification:
     payload: dict[str, Any] = field(default_factory=dict)
     is_read: bool = False
     read_at_ms: int = 0
+    producer: str = ""  # the service that created it ("" when stored before producers were recorded)
 
     @property
     def expire_at_ms(self) -> int:

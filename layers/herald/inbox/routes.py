@@ -108,7 +108,8 @@ class PreferencesIn(ApiModel):
     "/notifications", responses=errors(*SERVICE, "INVALID_ARGUMENT"), response_model=Envelope[RecordedOut]
 )
 def record(request: Request, body: NotificationIn, caller: CurrentService) -> Envelope[RecordedOut]:
-    result = inbox().record(Incoming(**{**body.model_dump(), "app_code": caller.tenant(body.app_code)}))
+    accepted = {"app_code": caller.tenant(body.app_code), "producer": caller.service_id}
+    result = inbox().record(Incoming(**{**body.model_dump(), **accepted}))
     outcome = "Skipped" if result.skipped else "Recorded" if result.created else "Duplicate"
     metrics.add_metric(name=f"InboxNotification{outcome}", unit="Count", value=1)
     return ok(
@@ -117,11 +118,14 @@ def record(request: Request, body: NotificationIn, caller: CurrentService) -> En
 
 
 @producer_router.post(
-    "/notifications/resolve", responses=errors(*SERVICE, "INVALID_ARGUMENT"), response_model=Envelope[ResolvedOut]
+    "/notifications/resolve",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND"),
+    response_model=Envelope[ResolvedOut],
 )
 def resolve(request: Request, body: ResolveIn, caller: CurrentService) -> Envelope[ResolvedOut]:
+    """Only the service that created a notification resolves it; any other's, or none, is 404 alike."""
     app_code = caller.tenant(body.app_code)
-    resolved = inbox().resolve(app_code, body.user_id, body.kind, body.session_id, body.tail)
+    resolved = inbox().resolve(app_code, caller.service_id, body.user_id, body.kind, body.session_id, body.tail)
     return ok(request, ResolvedOut(resolved=resolved))
 
 

@@ -26,6 +26,7 @@ from herald.inbox.models import (
     Notification,
     Recorded,
     dedup_key,
+    legacy_dedup_key,
 )
 
 NOTIFICATION_ID = re.compile(r"^ntf_[0-9]{13}[0-9a-f]{8}$")
@@ -76,9 +77,11 @@ class InboxStore(Protocol):
 
 @dataclass(frozen=True)
 class Incoming:
-    """What a producer sends (contract §2), plus the fields the exclusions are decided on."""
+    """What a producer sends (contract §2), plus the fields the exclusions are decided on, and who sent it (the
+    service its key belongs to, decided once when the request is accepted)."""
 
     app_code: str
+    producer: str
     user_id: str | None
     kind: Kind
     session_id: str
@@ -110,6 +113,11 @@ class Inbox:
         prefs = self._store.preferences(incoming.app_code, user_id)
         if not prefs[PREFERENCE_OF[incoming.kind]]:
             return Recorded(notification_id="", created=False, skipped="preference")
+        earlier = self._store.by_dedup(
+            incoming.app_code, legacy_dedup_key(user_id, incoming.kind, incoming.session_id, incoming.tail)
+        )
+        if earlier is not None:
+            return Recorded(notification_id=earlier.notification_id, created=False)
         now = self._clock()
         notification = Notification(
             app_code=incoming.app_code,
@@ -119,9 +127,10 @@ class Inbox:
             title=incoming.title,
             content=incoming.content,
             session_id=incoming.session_id,
-            dedup_key=dedup_key(user_id, incoming.kind, incoming.session_id, incoming.tail),
+            dedup_key=dedup_key(incoming.producer, user_id, incoming.kind, incoming.session_id, incoming.tail),
             created_at_ms=now,
             payload=incoming.payload,
+            producer=incoming.producer,
         )
         existing = self._store.insert(notification)
         if existing is not None:
@@ -153,10 +162,15 @@ class Inbox:
             raise InvalidArgument("SUBAGENT_DONE needs payload.status COMPLETED, FAILED or CANCELLED")
         return None
 
-    def resolve(self, app_code: str, user_id: str, kind: Kind, session_id: str, tail: str) -> bool:
-        """The question was answered or the approval decided: its item counts as read. Unknown: no-op."""
-        notification = self._store.by_dedup(app_code, dedup_key(user_id, kind, session_id, tail))
-        if notification is None or notification.is_read:
+    def resolve(self, app_code: str, producer: str, user_id: str, kind: Kind, session_id: str, tail: str) -> bool:
+        """The question was answered or the approval decided: the producer's item counts as read (False: it was
+        read already). Another service's notification is NotFound, exactly as one that does not exist."""
+        notification = self._store.by_dedup(app_code, dedup_key(producer, user_id, kind, session_id, tail))
+        if notification is None:
+            notification = self._store.by_dedup(app_code, legacy_dedup_key(user_id, kind, session_id, tail))
+        if notification is None or notification.created_at_ms < self._since():
+            raise NotFound("no such notification")
+        if notification.is_read:
             return False
         return self._store.mark_read(notification, self._clock())
 
