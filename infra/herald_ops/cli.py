@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from herald_ops.output import Listing, json_lines, record_text, table
+from herald_ops.output import Listing, json_lines, printable, record_text, table
 from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, NoLocalCloud, Stack
 
 from herald.auth.models import EVENT_ORDERS, SERVICE_ORDER
@@ -75,7 +75,7 @@ def _stack(stack_name: str | None, profile: str | None, region: str | None, stat
 
 
 def _refused(message: str) -> int:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {printable(message)}", err=True)
     return 2
 
 

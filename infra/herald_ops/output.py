@@ -1,6 +1,10 @@
 """How `herald-ops` prints what it found: for people, a table (or one record's fields) with local times and
 ages; for scripts (`--json`), one JSON object a line, exactly as Herald records it. A listing with nothing in it
-says so in both: on stdout for people, on stderr for scripts (their stdout stays empty)."""
+says so in both: on stdout for people, on stderr for scripts (their stdout stays empty).
+
+Much of what is printed was sent by a caller (a partner's event type, a title, a provider's reason), so no
+character a terminal could act on reaches it: control, format (direction, zero-width) and separator characters
+are printed as their escapes, in every field and key, for people and in JSON alike."""
 
 from __future__ import annotations
 
@@ -19,6 +23,23 @@ class Listing:
 
     columns: tuple[str, ...]
     nothing: str
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character written as its escape (`\\x1b`, `\\n`, `\\u202e`)."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def age(seconds: float) -> str:
@@ -66,14 +87,14 @@ def value_text(name: str, value: Any, now_ms: int) -> str:
 
 def heading(name: str) -> str:
     """A field's name for people: `blocked_at_ms` is `blocked at`, `oldest_age_s` is `oldest age`."""
-    return name.removesuffix("_ms").removesuffix("_s").replace("_", " ")
+    return printable(name.removesuffix("_ms").removesuffix("_s").replace("_", " "))
 
 
 def table(rows: Sequence[Mapping[str, Any]], listing: Listing, now_ms: int) -> str:
     """The rows as aligned columns under a heading line."""
     cells = [[heading(column) for column in listing.columns]]
     for row in rows:
-        texts = [value_text(column, row.get(column), now_ms).replace("\n", " ") for column in listing.columns]
+        texts = [printable(value_text(column, row.get(column), now_ms)) for column in listing.columns]
         cells.append([text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…" for text in texts])
     widths = [max(len(line[index]) for line in cells) for index in range(len(listing.columns))]
     return "\n".join(
@@ -84,8 +105,18 @@ def table(rows: Sequence[Mapping[str, Any]], listing: Listing, now_ms: int) -> s
 def record_text(row: Mapping[str, Any], now_ms: int) -> str:
     """One record's every field, a line each, whole."""
     width = max((len(heading(name)) for name in row), default=0)
-    return "\n".join(f"{heading(name).ljust(width)}  {value_text(name, value, now_ms)}" for name, value in row.items())
+    return "\n".join(
+        f"{heading(name).ljust(width)}  {printable(value_text(name, value, now_ms))}" for name, value in row.items()
+    )
 
 
 def json_lines(rows: Iterable[Mapping[str, Any]]) -> str:
-    return "\n".join(json.dumps(row, ensure_ascii=False) for row in rows)
+    """One JSON object a line. JSON escapes only the C0 controls; every other non-printable character (DEL, C1,
+    direction overrides) can stand only inside a string, where its `\\uXXXX` escape reads back the same."""
+    return "\n".join(_json_printable(json.dumps(row, ensure_ascii=False)) for row in rows)
+
+
+def _json_printable(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else json.dumps(char)[1:-1] for char in text)

@@ -184,11 +184,14 @@ def test_inbox_the_bell_counts_three_over_the_websocket_and_read_all_brings_it_t
     fill(browser, "inbox-user", user)
     browser.find_element(By.CSS_SELECTOR, "#inbox-form button[type=submit]").click()
     until(lambda: browser.find_element(By.ID, "inbox-socket").text == f"connected as {user}", what="the socket")
-    for n in range(3):
-        body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "s1", "tail": f"q{n}", "title": f"Q{n}"}
+    titles = ["Q0", "Q1", "Q2 \u202edrowssap\x1b[2K"]  # what a producer sent is shown, never acted on
+    for n, title in enumerate(titles):
+        body = {"user_id": user, "kind": "QUESTION_PENDING", "session_id": "s1", "tail": f"q{n}", "title": title}
         assert httpx.post(f"{cloud.http_url}/internal/v1/inbox/notifications", json=body, headers=producer).is_success
     until(lambda: browser.find_element(By.ID, "inbox-count").text == "3", what="a count of 3 from the WebSocket")
     until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#inbox-items li.unread")) == 3, what="3 unread")
+    shown = browser.find_element(By.ID, "inbox-items").text
+    assert "Q2 \\u202edrowssap\\x1b[2K" in shown and "\u202e" not in shown and "\x1b" not in shown, shown
     screenshot(browser, "inbox")
     browser.find_element(By.ID, "inbox-read-all").click()
     until(lambda: browser.find_element(By.ID, "inbox-count").text == "0", what="a count of 0 from the WebSocket")

@@ -122,6 +122,12 @@ def test_target_outside_the_services_allowed_targets_is_403_and_stores_nothing(p
         ({"event_id": "e", "event_type": "t", "data": event_data(title="")}, "empty title"),
         ({"event_id": "e", "event_type": "t", "data": {**event_data(), "target": {"receive_id": "x"}}}, "no id type"),
         ({"event_id": "e", "event_type": "t", "data": event_data(), "extra": 1}, "unknown field"),
+        ({"event_id": "e", "event_type": "job\x1b[2K\rstatus succeeded", "data": event_data()}, "an escape sequence"),
+        ({"event_id": "e", "event_type": "job\x1b]0;owned\x07", "data": event_data()}, "a window title"),
+        ({"event_id": "e", "event_type": "job\nstatus  succeeded", "data": event_data()}, "a new line"),
+        ({"event_id": "e", "event_type": "job\u202e.progress", "data": event_data()}, "a direction override"),
+        ({"event_id": "e", "event_type": "job\u009b2K", "data": event_data()}, "a C1 control"),
+        ({"event_id": "e", "event_type": " job", "data": event_data()}, "leading space"),
     ],
 )
 def test_malformed_event_is_400_and_stores_nothing(partner: Partner, body: dict[str, Any], why: str) -> None:
@@ -129,6 +135,16 @@ def test_malformed_event_is_400_and_stores_nothing(partner: Partner, body: dict[
     assert response.status_code == 400, why
     assert response.json()["code"] == "INVALID_ARGUMENT"
     assert event_store().head("scheduler").next_seq == 0
+
+
+def test_an_event_type_with_a_control_character_is_refused_naming_the_field(partner: Partner) -> None:
+    body = {"event_id": "e", "event_type": "job\x1b[2K", "data": event_data()}
+    response = partner.api.post("/events/external", json=body, headers=partner.headers)
+    assert response.status_code == 400 and "body.event_type" in response.json()["message"], response.text
+    accepted = partner.api.post(
+        "/events/external", json={**body, "event_type": "任务 进度.v2"}, headers=partner.headers
+    )
+    assert accepted.status_code == 202, accepted.text
 
 
 def test_intake_needs_a_key_with_the_events_capability(api: TestClient, service_keys: ServiceKeys) -> None:

@@ -111,6 +111,30 @@ def test_an_operator_sees_a_superseded_revision_and_the_revision_sent_instead(
     assert "no job scheduler:9" in capsys.readouterr().err
 
 
+def test_what_a_partner_sent_reaches_the_operators_terminal_escaped_in_show_and_resolve(
+    deployed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An event stored before intake refused control characters: its type erased a line, forged a status line and
+    set the window title when printed raw."""
+    hostile = {**EVENT, "event_type": "job\x1b[2K\rstatus    succeeded\x1b]0;owned\x07\nforged  yes"}
+    store = DynamoEventStore(deployed)
+    job = store.append(Lane("scheduler"), ExternalEvent.from_content("e1", hostile), now_ms)
+    job = store.commit(job, job.claimed("attempt-1", now_ms() + 60_000), now_ms())
+    store.commit(job, job.failed("Feishu refused it\x1b[31m", now_ms(), None), now_ms())
+    capsys.readouterr()
+    show, resolve = ["events", "show", "scheduler:1"], ["events", "resolve", "scheduler:1", "--skip", "--by", "al"]
+    for command, as_json in ((show, True), (show, False), (resolve, False)):
+        assert main([*command, "--stack", STACK, *(["--json"] if as_json else [])]) == 0
+        printed = capsys.readouterr()
+        assert "\x1b" not in printed.out + printed.err and "\x07" not in printed.out, command
+        assert all(line.isprintable() for line in printed.out.splitlines()), printed.out
+        assert not any(line.startswith("forged") for line in printed.out.splitlines())
+        if as_json:
+            assert json.loads(printed.out)["event_type"] == hostile["event_type"]
+        else:
+            assert "job\\x1b[2K\\rstatus" in printed.out
+
+
 EMPTY_LISTINGS = {
     ("events", "blocked"): "Nothing is blocked",
     ("events", "unknown"): "No job is UNKNOWN",

@@ -19,7 +19,8 @@ def insert_past_retention(store: DynamoInboxStore, user_id: str, *, seconds_past
         title="ancient",
         content="",
         session_id="s-old",
-        dedup_key=dedup_key(user_id, Kind.APPROVAL_PENDING, "s-old", "t"),
+        dedup_key=dedup_key("engine", user_id, Kind.APPROVAL_PENDING, "s-old", "t"),
+        producer="engine",
         created_at_ms=created,
     )
     store.insert(notification)

@@ -3,9 +3,10 @@ long cells cut in a table but whole in a record."""
 
 from __future__ import annotations
 
+import json
 import re
 
-from herald_ops.output import Listing, age, moment, record_text, table
+from herald_ops.output import Listing, age, json_lines, moment, printable, record_text, table
 
 NOW_MS = 1_796_374_823_454
 
@@ -37,3 +38,36 @@ def test_a_table_cuts_long_cells_and_a_record_shows_them_whole() -> None:
     assert "…" in lines[1] and why not in lines[1] and "(5 s ago)" in lines[1]
     shown = record_text(row, NOW_MS)
     assert why in shown and "a, b" in shown and re.search(r"^note\s+-$", shown, re.MULTILINE)
+
+
+HOSTILE = {
+    "event_type": "job\x1b[2K\rstatus    succeeded",
+    "title": "t\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07",
+    "why": "line\nfake_field  yes",
+    "summary": "\u202edrowssap\u009b2K",
+    "data\x1b[31m": {"nested\x1b": "v\x9b"},
+}
+
+
+def _clean(text: str) -> bool:
+    """Nothing a terminal acts on: every character printable, new lines only between the lines we print."""
+    return all(line.isprintable() for line in text.split("\n"))
+
+
+def test_a_field_a_caller_sent_is_printed_with_its_control_characters_escaped() -> None:
+    shown = record_text(HOSTILE, NOW_MS)
+    assert _clean(shown) and len(shown.splitlines()) == len(HOSTILE)
+    assert "job\\x1b[2K\\rstatus    succeeded" in shown and "\\u202edrowssap\\x9b2K" in shown
+    listed = table([HOSTILE], Listing(("event_type", "why"), "nothing"), NOW_MS)
+    assert _clean(listed) and len(listed.splitlines()) == 2
+
+
+def test_json_lines_escape_every_non_printable_character_and_still_parse_as_recorded() -> None:
+    printed = json_lines([HOSTILE])
+    assert printed.isprintable() and "\n" not in printed
+    assert json.loads(printed) == HOSTILE
+
+
+def test_printable_leaves_readable_text_alone() -> None:
+    assert printable("任务 进度 · ok") == "任务 进度 · ok"
+    assert printable("a\tb\x00") == "a\\tb\\x00"

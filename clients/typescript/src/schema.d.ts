@@ -477,7 +477,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resolve */
+        /**
+         * Resolve
+         * @description Only the service that created a notification resolves it; any other's, or none, is 404 alike.
+         */
         post: operations["inbox.resolve"];
         delete?: never;
         options?: never;
@@ -1194,7 +1197,10 @@ export interface components {
              * @description this event's id: the same on every retry
              */
             event_id: string;
-            /** Event Type */
+            /**
+             * Event Type
+             * @description printable words, single spaces between
+             */
             event_type: string;
         };
         /** Health */
@@ -4186,6 +4192,15 @@ export interface operations {
             };
             /** @description PERMISSION_DENIED */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -18,6 +18,12 @@ router = APIRouter(tags=[PARTNER])
 
 MAX_REVISION = 2**53  # every JSON client reads it exactly
 EVENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$"  # no '#': ids are parts of DynamoDB keys
+# Printable words with single spaces between them: no control (C0, DEL, C1), format (soft hyphen, direction
+# marks and overrides, zero-width, BOM) or separator character, so what a partner names its event never drives
+# the terminal of an operator who reads it. Ranges, not \p{...}: every JSON Schema reader understands them.
+_NOT_IN_A_WORD = r"\x00-\x20\x7f-\xa0\u00ad\u061c\u180e\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\ufeff"
+_WORD = rf"[^{_NOT_IN_A_WORD}]+"
+EVENT_TYPE = rf"^{_WORD}(?: {_WORD})*$"
 
 
 class TargetIn(ApiModel):
@@ -57,7 +63,9 @@ class ExternalEventIn(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
     event_id: str = Field(pattern=EVENT_ID, description="this event's id: the same on every retry")
-    event_type: str = Field(min_length=1, max_length=128)
+    event_type: str = Field(
+        min_length=1, max_length=128, pattern=EVENT_TYPE, description="printable words, single spaces between"
+    )
     data: EventData
 
 

@@ -5,6 +5,23 @@ const $ = (id) => document.getElementById(id);
 const tokens = new Map(); // user id -> JWT the console minted (local cloud)
 let config = {};
 
+// Much of what the console shows was sent by a caller (a partner's event type, a title, a provider's reason):
+// every character that is not printable (controls, direction overrides, zero-width and separator characters
+// other than the space) is shown as its escape, as herald-ops prints it, so none can reorder or hide text.
+const NOT_PRINTABLE = /(?! )[\p{C}\p{Z}]/gu;
+const ESCAPES = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+function printable(text) {
+  return String(text).replace(NOT_PRINTABLE, (char) => {
+    const code = char.codePointAt(0);
+    const hex = (width) => code.toString(16).padStart(width, "0");
+    return ESCAPES[char] || (code < 0x100 ? `\\x${hex(2)}` : code < 0x10000 ? `\\u${hex(4)}` : `\\U${hex(8)}`);
+  });
+}
+
+// JSON for people: its strings printable, its own layout kept.
+const printableJson = (value) => JSON.stringify(value, (_, v) => (typeof v === "string" ? printable(v) : v), 2);
+
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
@@ -14,9 +31,9 @@ function el(tag, attrs = {}, ...children) {
       node.handlers = { ...node.handlers, [type]: value };
       node.addEventListener(type, (event) => node.handlers[type](event));
     }
-    else if (value !== false && value !== undefined) node.setAttribute(key, value === true ? "" : value);
+    else if (value !== false && value !== undefined) node.setAttribute(key, value === true ? "" : printable(value));
   }
-  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(printable(child)));
   return node;
 }
 
@@ -68,7 +85,7 @@ function when(ms) {
 }
 
 function say(target, text, error = false) {
-  target.textContent = text;
+  target.textContent = printable(text);
   target.classList.toggle("error", error);
 }
 
@@ -389,19 +406,19 @@ async function dlqDetail(name, step) {
   const detail = $("dlq-detail");
   if (step === "redrive") {
     const plan = await post(`/console/dlq/${name}/plan`);
-    const typed = window.prompt(`Redrive plan for ${name}:\n${JSON.stringify(plan, null, 2)}\n\nType ${name} to move them back.`);
+    const typed = window.prompt(`Redrive plan for ${name}:\n${printableJson(plan)}\n\nType ${name} to move them back.`);
     if (typed !== name) return say($("operate-status"), "redrive: not confirmed, nothing moved");
     const answer = await operateStep(`redrive ${name}`, () => post(`/console/dlq/${name}/redrive`, { confirm: name }));
-    detail.textContent = JSON.stringify(answer, null, 2);
+    detail.textContent = printableJson(answer);
   } else {
-    detail.textContent = JSON.stringify(await post(`/console/dlq/${name}/${step}`), null, 2);
+    detail.textContent = printableJson(await post(`/console/dlq/${name}/${step}`));
   }
   detail.hidden = false;
 }
 
 async function resolveJob(job) {
   const choice = window.prompt(
-    `Resolve ${job.job_id} (lane ${job.lane}, ${job.status}): ${job.why}\n` +
+    `Resolve ${printable(job.job_id)} (lane ${printable(job.lane)}, ${job.status}): ${printable(job.why)}\n` +
       "Type: sent <feishu message id> | requeue | skip",
     "requeue",
   );
