@@ -12,9 +12,8 @@ with permanent_imports():
     from herald.observability import logger
     from herald.realtime.handlers import handle_websocket_event
     from herald.realtime.wiring import realtime
-    from herald.tenants.wiring import tenants
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return handle_websocket_event(event, jwt_verifier(), realtime(), tenants().admit)
+    return handle_websocket_event(event, jwt_verifier(), realtime())

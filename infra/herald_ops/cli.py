@@ -693,14 +693,37 @@ def tenants_show(app_code: str, **where: Any) -> int:
 
 
 def _switch_tenant(app_code: str, enabled: bool, where: dict[str, Any]) -> int:
+    stack = _stack(**where)
     try:
-        _show(_tenants(_stack(**where)).switch(app_code, enabled).view())
+        tenant = _tenants(stack).switch(app_code, enabled)
     except HeraldError as error:
         return _refused(error.message)
+    shown = tenant.view()
+    if not enabled:
+        shown["closed_connections"] = _close_connections(stack, app_code)
+    _show(shown)
     return 0
 
 
-@tenants.command("disable", help="refuse the tenant's requests (403 tenant_disabled); its deliveries wait")
+def _close_connections(stack: Stack, app_code: str) -> int | None:
+    """Close the disabled tenant's open WebSocket connections, each told `tenant_disabled`. One this cannot close
+    now (no right to the WebSocket API, say) is closed on its next frame or push: None, and a warning, says so."""
+    from herald.realtime.wiring import realtime
+
+    try:
+        return realtime(stack.container).close_tenant(app_code, "tenant_disabled")
+    except Exception as error:  # the tenant is disabled whatever happens here: say what was left, never fail
+        click.echo(
+            f"# open connections not closed now ({printable(str(error))}): each closes on its next frame or push",
+            err=True,
+        )
+        return None
+
+
+@tenants.command(
+    "disable",
+    help="refuse the tenant's requests (403 tenant_disabled), close its WebSocket connections; its deliveries wait",
+)
 @click.argument("app_code")
 @stack_options
 def tenants_disable(app_code: str, **where: Any) -> int:

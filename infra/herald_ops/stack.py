@@ -41,12 +41,14 @@ class Stack:
         state: dict[str, Any] = json.loads(self.state_file.read_text())
         return state
 
-    def client(self, service: str) -> Any:
-        """A client of the deployed stack's account, or of the running local cloud's endpoints."""
+    def client(self, service: str, endpoint_url: str | None = None) -> Any:
+        """A client of the deployed stack's account, or of the running local cloud's endpoints (`endpoint_url`:
+        a service reached at its own, as the WebSocket API's connections are)."""
         if self.name:
-            return boto3.Session(profile_name=self.profile, region_name=self.region).client(service)  # type: ignore[call-overload]
+            session = boto3.Session(profile_name=self.profile, region_name=self.region)
+            return session.client(service, endpoint_url=endpoint_url)  # type: ignore[call-overload]
         state = self.local_state
-        endpoint = state["aws_endpoint"]
+        endpoint = endpoint_url or state["aws_endpoint"]
         if service in ("dynamodb", "dynamodbstreams") and state.get("dynamodb_endpoint"):
             endpoint = state["dynamodb_endpoint"]
         if service == "sqs" and state.get("sqs_endpoint"):
@@ -84,4 +86,10 @@ class Stack:
     @cached_property
     def container(self) -> Container:
         """Herald's parts, built from the stack's settings, talking to its tables and queues."""
-        return Container(self.settings, Clients(dynamodb=self.client("dynamodb"), sqs=self.client("sqs")))
+        management = self.settings.ws_management_endpoint
+        clients = Clients(
+            dynamodb=self.client("dynamodb"),
+            sqs=self.client("sqs"),
+            apigw_management=self.client("apigatewaymanagementapi", management) if management else None,
+        )
+        return Container(self.settings, clients)

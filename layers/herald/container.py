@@ -22,6 +22,7 @@ from herald.observability import observe_stage
 from herald.settings import Settings
 
 if TYPE_CHECKING:
+    from mypy_boto3_apigatewaymanagementapi import ApiGatewayManagementApiClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
@@ -35,6 +36,7 @@ class Clients:
 
     dynamodb: DynamoDBClient | None = None
     sqs: SQSClient | None = None
+    apigw_management: ApiGatewayManagementApiClient | None = None  # the WebSocket API's connections
 
 
 class Container:

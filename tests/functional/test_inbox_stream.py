@@ -27,7 +27,7 @@ from tests.support.pipeline import StreamTap
 @pytest.fixture
 def pushes(aws: StackTemplate) -> InMemoryPusher:
     registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
-    realtime = Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission())
+    realtime = Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission(), admit=lambda _: None)
     realtime.connect("mine-1", Principal(USER, "lalu"))
     realtime.connect("mine-2", Principal(USER, "lalu"))
     realtime.connect("theirs", Principal("10003", "lalu"))

@@ -6,6 +6,7 @@ nor the cloud's log ever shows a secret."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import subprocess
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
@@ -166,3 +168,35 @@ def test_tenants_list_and_the_clouds_log_never_show_a_secret(cloud: LocalCloudPr
 def _one(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     assert len(items) == 1, items
     return items
+
+
+def test_disabling_a_tenant_closes_its_open_websocket_with_a_reason_and_a_new_connect_is_refused(
+    cloud: LocalCloudProcess,
+) -> None:
+    app_code = f"ws-{secrets.token_hex(3)}"
+    ops(cloud, "tenants", "set", app_code)
+    other = f"ws-{secrets.token_hex(3)}"
+    ops(cloud, "tenants", "set", other)
+
+    async def scenario() -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
+        url = f"{cloud.ws_url}/?token="
+        async with (
+            websockets.connect(url + make_token("31000010", app_code)) as refused_tenant,
+            websockets.connect(url + make_token("31000010", other)) as served_tenant,
+        ):
+            (disabled,) = await asyncio.to_thread(ops, cloud, "tenants", "disable", app_code)
+            frames = [json.loads(frame) async for frame in refused_tenant]  # ends when the gateway closes it
+            await served_tenant.send(json.dumps({"action": "ping"}))
+            pong = json.loads(await asyncio.wait_for(served_tenant.recv(), 10))
+        with pytest.raises(websockets.InvalidStatus) as again:
+            async with websockets.connect(url + make_token("31000011", app_code)):
+                pass
+        return frames, again.value.response.status_code, {**disabled, "pong": pong}
+
+    try:
+        frames, status, disabled = asyncio.run(asyncio.wait_for(scenario(), 60))
+    finally:
+        ops(cloud, "tenants", "enable", app_code)
+    assert disabled["enabled"] is False and disabled["closed_connections"] == 1
+    assert [(f["type"], f["reason"]) for f in frames] == [("connection_closed", "tenant_disabled")]
+    assert status == 403 and disabled["pong"] == {"type": "pong"}

@@ -87,6 +87,9 @@ class InMemoryConnectionRegistry:
     def for_user(self, app_code: str, user_id: str) -> list[Connection]:
         return [c for c in self.connections.values() if (c.app_code, c.user_id) == (app_code, user_id)]
 
+    def for_tenant(self, app_code: str) -> list[Connection]:
+        return [c for c in self.connections.values() if c.app_code == app_code]
+
 
 class InMemoryCounter:
     """The rate limiter's counter in memory, counting its conditional writes and reads."""

@@ -27,6 +27,17 @@ class ByUser(GlobalSecondaryIndex["ConnectionRow"]):
     connection_id = UnicodeAttribute(range_key=True)
 
 
+class ByApp(GlobalSecondaryIndex["ConnectionRow"]):
+    """A tenant's open connections (to close them all when it is disabled)."""
+
+    class Meta:
+        index_name = "by_app"
+        projection = AllProjection()
+
+    app_code = UnicodeAttribute(hash_key=True)
+    connection_id = UnicodeAttribute(range_key=True)
+
+
 class ConnectionRow(Model):
     """ConnectionsTable: one item an open WebSocket connection, gone by TTL if its close was never seen."""
 
@@ -38,6 +49,7 @@ class ConnectionRow(Model):
     expires_at = TTLAttribute()
     token_expires_at_ms = IntAttribute(null=True)
     by_user = ByUser()
+    by_app = ByApp()
 
     def connection(self) -> Connection:
         return Connection(
@@ -80,6 +92,9 @@ class DynamoConnectionRegistry:
 
     def for_user(self, app_code: str, user_id: str) -> list[Connection]:
         return [row.connection() for row in self._rows.by_user.query(_user_key(app_code, user_id))]
+
+    def for_tenant(self, app_code: str) -> list[Connection]:
+        return [row.connection() for row in self._rows.by_app.query(app_code)]
 
 
 class ApiGatewayPusher:

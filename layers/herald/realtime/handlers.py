@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from herald.auth.tokens import JwtVerifier
@@ -16,10 +15,9 @@ def _response(status: int, body: str = "") -> dict[str, Any]:
     return {"statusCode": status, "body": body}
 
 
-def handle_websocket_event(
-    event: dict[str, Any], verifier: JwtVerifier, realtime: Realtime, admit: Callable[[str], None]
-) -> dict[str, Any]:
-    """`admit` refuses a tenant the stack does not serve (disabled, or not registered where it must be)."""
+def handle_websocket_event(event: dict[str, Any], verifier: JwtVerifier, realtime: Realtime) -> dict[str, Any]:
+    """A tenant the stack does not serve (disabled, or not registered where it must be) is refused on connect
+    (403) and its open connections are closed with a reason frame on their next frame."""
     context = event.get("requestContext", {})
     route = context.get("routeKey")
     connection_id = str(context.get("connectionId", ""))
@@ -31,12 +29,10 @@ def handle_websocket_event(
             logger.info("websocket connect refused", code=exc.code)
             return _response(401, "Unauthorized")
         try:
-            admit(principal.app_code)
+            realtime.connect(connection_id, principal)
         except PermissionDenied as exc:
             logger.info("websocket connect refused", code=exc.code, reason=exc.reason, app_code=principal.app_code)
             return _response(403, "Forbidden")
-        try:
-            realtime.connect(connection_id, principal)
         except RateLimited:
             logger.info("websocket connect refused", code="RATE_LIMITED", user_id=principal.user_id)
             return _response(429, "Too Many Requests")
@@ -54,6 +50,9 @@ def _default_route(event: dict[str, Any], connection_id: str, realtime: Realtime
     frame and the connection stays open."""
     try:
         realtime.admit_frame(connection_id)
+    except PermissionDenied as exc:
+        logger.info("websocket closed: tenant refused", connection_id=connection_id, reason=exc.reason)
+        return _response(200)
     except RateLimited as exc:
         realtime.send(connection_id, {"type": "error", "code": exc.code, "message": exc.message})
         return _response(200)

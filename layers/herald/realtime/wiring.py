@@ -6,6 +6,7 @@ from herald.limits.service import RateLimiter
 from herald.limits.wiring import rate_limiter, user_limit
 from herald.realtime.dynamo import ApiGatewayPusher, DynamoConnectionRegistry
 from herald.realtime.service import Realtime
+from herald.tenants.wiring import tenants
 
 
 class UserRateLimit:
@@ -25,9 +26,10 @@ def realtime(c: Container) -> Realtime:
         raise ConfigurationError("HERALD_WS_MANAGEMENT_ENDPOINT is not set")
     return Realtime(
         DynamoConnectionRegistry(settings.connections_table, c.clients.dynamodb),
-        ApiGatewayPusher(settings.ws_management_endpoint),
+        ApiGatewayPusher(settings.ws_management_endpoint, c.clients.apigw_management),
         ttl_seconds=settings.ws_connection_ttl_seconds,
         admission=UserRateLimit(rate_limiter(c)),
+        admit=tenants(c).admit,
         max_per_user=settings.ws_max_connections_per_user,
         clock=c.clock,
     )
