@@ -89,7 +89,7 @@ test:
 	@$(MAKE) --no-print-directory test-runs
 
 test-runs:
-	@mkdir -p .herald
+	@install -d -m 700 .herald
 	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	{ $(BIN)/pytest -m e2e --durations=5 \
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration --durations=10 \

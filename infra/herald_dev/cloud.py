@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import boto3
 import uvicorn
+from herald_ops.local_files import write_private
 from herald_ops.template import StackTemplate, TemplateError
 
 from herald.owners.models import OWNER_CAPABILITY
@@ -50,11 +51,8 @@ log = logging.getLogger("local-cloud")
 
 def write_state(path: Path, state: dict[str, Any]) -> None:
     """Write a state file whole or not at all: others wait for it to exist and then read it, so it appears by
-    a rename, never as an empty or half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(state, indent=2))
-    os.replace(partial, path)
+    a rename, never as an empty or half-written file; it is its owner's alone (write_private)."""
+    write_private(path, json.dumps(state, indent=2))
 
 
 class _Server(uvicorn.Server):
@@ -455,7 +453,6 @@ class LocalCloud:
             "resources": self.stack.attributes,
             "settings": self._settings_environment(),
             "fakes": self.providers.urls if self.providers else {},
-            "engine_key": self._engine_key,
             "sample_owner": self.sample_owner.url if self.sample_owner else None,
             "console": self.console_url,
             "pid": os.getpid(),

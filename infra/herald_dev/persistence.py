@@ -10,10 +10,11 @@ janitors settle what it left (confirms, pushes, events), as they do after any cr
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from herald_ops.local_files import write_private
 
 SNAPSHOT = "snapshot.json"
 
@@ -94,11 +95,7 @@ class SavedState:
             "parameters": _parameters(ssm),
             "fakes": fakes.saved() if fakes is not None else {},
         }
-        self.directory.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(snapshot))
-        os.chmod(temporary, 0o600)
-        temporary.replace(self.path)
+        write_private(self.path, json.dumps(snapshot))
         return self._summary(snapshot)
 
     def load(self, tables: dict[str, str], queue_urls: dict[str, str], clients: Any, fakes: Any) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from herald_ops.local_files import write_private
 from herald_ops.template import StackTemplate
 
 DEDUP_PREFIX = "redrive-"
@@ -208,10 +209,7 @@ class Journal:
         self._write()
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self.entries))
-        temporary.replace(self.path)  # atomic: the journal is never half written
+        write_private(self.path, json.dumps(self.entries))  # atomic: the journal is never half written
 
 
 @dataclass

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import stat
 import time
 
 import httpx
@@ -119,3 +121,13 @@ def test_a_frame_over_api_gateways_quota_closes_with_1009(cloud: LocalCloudProce
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
 
     asyncio.run(scenario())
+
+
+def test_the_running_clouds_state_file_is_its_owners_alone_and_holds_no_service_key(cloud: LocalCloudProcess) -> None:
+    """Every process of the machine's other users could read a 0644 state file; the reference engine's key in
+    it worked against the API. Nothing that reads the state file needs a key: it is not there."""
+    state = cloud.state_file
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    assert stat.S_IMODE(state.parent.stat().st_mode) == 0o700
+    text = state.read_text()
+    assert not re.search(r"hk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}", text) and "engine_key" not in text
