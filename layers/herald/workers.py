@@ -30,7 +30,8 @@ from herald.observability import logger, metrics
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-MAX_BACKOFF_SECONDS = 300
+MAX_BACKOFF_SECONDS = 300  # a failure's backoff; a `RetryLater` delay is the handler's own, up to SQS's limit
+SQS_MAX_VISIBILITY_SECONDS = 43_200  # ChangeMessageVisibility's maximum (12 hours)
 
 StreamHandler = Callable[[Image | None, Image | None], None]
 
@@ -154,7 +155,7 @@ def _handle_one(
         return 0
     except RetryLater as exc:
         logger.info("queue message deferred", message_id=message.message_id, reason=str(exc), delay_s=exc.delay_s)
-        return min(MAX_BACKOFF_SECONDS, max(1, math.ceil(exc.delay_s)))
+        return min(SQS_MAX_VISIBILITY_SECONDS, max(1, math.ceil(exc.delay_s)))
     except Exception:
         logger.warning("queue message failed; it will be retried", message_id=message.message_id, exc_info=True)
         return backoff_seconds(message.receive_count)

@@ -23,8 +23,9 @@ WAITING_STEP_S, WAITING_MOST_S = 60, 900
 
 def waiting_for_tenant_s(receive_count: int) -> int:
     """How long a disabled tenant's delivery waits before it looks again: longer each time (a minute more,
-    at most fifteen), so its queue's receive count lasts about a day before a message dead-letters, and an
-    enabled tenant resumes within fifteen minutes."""
+    at most fifteen), so the IM queue's 100 receives last about 23 hours before a push dead-letters (the events
+    queue's 30, about 6), and an enabled tenant resumes within fifteen minutes. README states both figures; a test
+    derives them from the template and the worker."""
     return min(WAITING_MOST_S, WAITING_STEP_S * max(1, receive_count))
 
 
