@@ -1,0 +1,79 @@
+"""What every herald-ops command shares: where it acts (a deployed stack or the local cloud), how it prints
+(a table or one record's fields for people, JSON lines with `--json`), and how it refuses (`error: ...`, exit 2)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from herald_ops.output import Listing, json_lines, printable, record_text, table
+from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, Stack
+
+from herald.clock import now_ms
+
+F = TypeVar("F", bound=Callable[..., Any])
+WAIT_CHOICES = click.IntRange(0, 20)
+AS_JSON = "herald_ops.json"
+
+
+def _remember_json(context: click.Context, _: click.Parameter, as_json: bool) -> None:
+    context.meta[AS_JSON] = as_json
+
+
+def stack_options(command: F) -> F:
+    """--stack/--profile/--region (a deployed stack) or --state-file (the local cloud), --template, --json."""
+    options = [
+        click.option(
+            "--json",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember_json,
+            help="one JSON object a line, as Herald records it (times in epoch milliseconds)",
+        ),
+        click.option("--stack", "stack_name", help="a deployed stack (default: the running local cloud)"),
+        click.option("--profile"),
+        click.option("--region"),
+        click.option(
+            "--state-file",
+            default=lambda: os.environ.get("HERALD_LOCAL_STATE", str(DEFAULT_STATE)),
+            help="the running local cloud's state",
+        ),
+        click.option("--template", default=str(DEFAULT_TEMPLATE), help="where the DLQs are declared"),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def app_option(command: F) -> F:
+    """--app: the tenant a command acts in."""
+    return click.option("--app", help="the app_code (default: the stack's default_app_code)")(command)
+
+
+def stack_of(stack_name: str | None, profile: str | None, region: str | None, state_file: str, template: str) -> Stack:
+    return Stack(stack_name, profile, region, Path(state_file), Path(template))
+
+
+def refuse(message: str) -> int:
+    click.echo(f"error: {printable(message)}", err=True)
+    return 2
+
+
+def as_json() -> bool:
+    return bool(click.get_current_context().meta.get(AS_JSON))
+
+
+def print_record(value: dict[str, Any]) -> None:
+    """One record: its fields for people, or one JSON line."""
+    click.echo(json_lines([value]) if as_json() else record_text(value, now_ms()))
+
+
+def print_rows(rows: list[dict[str, Any]], listing: Listing) -> None:
+    """A listing: a table for people, or JSON lines; when it is empty, a line saying so (stderr with --json)."""
+    if rows:
+        click.echo(json_lines(rows) if as_json() else table(rows, listing, now_ms()))
+    else:
+        click.echo(f"# {listing.nothing}" if as_json() else listing.nothing, err=as_json())
