@@ -48,7 +48,8 @@ import httpx  # noqa: E402
 from herald.auth.dynamo import DynamoServiceKeyStore  # noqa: E402
 from herald.auth.service_keys import ServiceKeys  # noqa: E402
 from herald.events.dynamo import DynamoEventStore  # noqa: E402
-from herald.events.models import Job, Lane  # noqa: E402
+from herald.events.jobs import Job  # noqa: E402
+from herald.events.models import Lane  # noqa: E402
 from tests.support.local_cloud import (  # noqa: E402
     RATE_LIMITS_OFF,
     DynamoDBLocal,

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from herald.auth.service_keys import ServiceKeys
 from herald.errors import NotFound
-from herald.events.models import JobStatus
+from herald.events.jobs import JobStatus
 from herald.events.wiring import operations
 from herald_dev.fakes.feishu import FakeFeishu
 from tests.functional.test_events import Partner, job_statuses, titles

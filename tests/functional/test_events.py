@@ -23,7 +23,8 @@ from herald.clock import Clock, now_ms
 from herald.container import current
 from herald.errors import Conflict
 from herald.events.dynamo import DynamoEventStore
-from herald.events.models import ExternalEvent, Job, JobStatus, Lane, Target
+from herald.events.jobs import Job, JobStatus
+from herald.events.models import ExternalEvent, Lane, Target
 from herald.events.wiring import event_store, operations
 from herald.tables import Cancelled
 from herald_dev.fakes.feishu import FakeFeishu

@@ -10,20 +10,9 @@ from herald.auth.models import ServiceKeyRecord
 from herald.clock import Clock
 from herald.confirms.models import Confirm, Delivery, SendResult, StaleConfirm
 from herald.errors import NotFound
-from herald.events.models import (
-    CardMessage,
-    CardWrite,
-    DuplicateEvent,
-    ExternalEvent,
-    Guard,
-    Job,
-    JobStatus,
-    Lane,
-    LaneHead,
-    StaleJob,
-    StoredEvent,
-    Target,
-)
+from herald.events.cards import CardMessage, CardWrite
+from herald.events.jobs import Guard, Job, JobStatus, StaleJob
+from herald.events.models import DuplicateEvent, ExternalEvent, Lane, LaneHead, StoredEvent, Target
 from herald.limits.governor import Bucket
 from herald.realtime.models import Connection
 from herald.tenants.models import Tenant, TenantRules

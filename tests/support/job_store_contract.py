@@ -13,20 +13,9 @@ from typing import Protocol
 
 import pytest
 
-from herald.events.models import (
-    EVIDENCE_LINES,
-    SUPERSEDED_AT_ONCE,
-    CardMessage,
-    CardWrite,
-    DuplicateEvent,
-    ExternalEvent,
-    Job,
-    JobStatus,
-    Lane,
-    StaleJob,
-    Target,
-    superseded_run,
-)
+from herald.events.cards import CardMessage, CardWrite
+from herald.events.jobs import EVIDENCE_LINES, SUPERSEDED_AT_ONCE, Job, JobStatus, StaleJob, superseded_run
+from herald.events.models import DuplicateEvent, ExternalEvent, Lane, Target
 from herald.events.nudges import OverdueJobs
 from herald.events.operations import OperationsStore
 from herald.events.ports import DispatchStore

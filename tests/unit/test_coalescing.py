@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from herald.events.dispatch import DrainResult, EventDispatcher
-from herald.events.models import SUPERSEDED_AT_ONCE, Card, DispatchPolicy, ExternalEvent, JobStatus
+from herald.events.jobs import SUPERSEDED_AT_ONCE, DispatchPolicy, JobStatus
+from herald.events.models import Card, ExternalEvent
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
 from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from herald.events.dispatch import DrainResult, EventDispatcher
-from herald.events.models import Card, DispatchPolicy, ExternalEvent, JobStatus, StaleJob
+from herald.events.jobs import DispatchPolicy, JobStatus, StaleJob
+from herald.events.models import Card, ExternalEvent
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
 from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from herald.events.dispatch import DrainResult, EventDispatcher
-from herald.events.models import Card, DispatchPolicy, ExternalEvent, Job, JobStatus
+from herald.events.jobs import DispatchPolicy, Job, JobStatus
+from herald.events.models import Card, ExternalEvent
 from herald.events.nudges import Nudge
 from herald.events.pacing import FeishuLimits, FeishuPace
 from herald.events.service import EventIntake

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from herald.events.models import JOB_TRANSITIONS, JobStatus
+from herald.events.jobs import JOB_TRANSITIONS, JobStatus
 
 
 def reachable_from(start: JobStatus) -> set[JobStatus]:

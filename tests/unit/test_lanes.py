@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from herald.events.models import ExternalEvent, Job, Lane, Target, parse_job_id
+from herald.events.jobs import Job
+from herald.events.models import ExternalEvent, Lane, Target, parse_job_id
 from herald.events.nudges import Nudge, nudges_for
 from herald.fifo import fifo_id
 

@@ -10,7 +10,8 @@ import pytest
 
 from herald.errors import DeliveryError
 from herald.events.dispatch import DrainResult, EventDispatcher, NotYet
-from herald.events.models import FEISHU_UUID_WINDOW_MS, Card, DispatchPolicy, ExternalEvent, Job, JobStatus
+from herald.events.jobs import FEISHU_UUID_WINDOW_MS, DispatchPolicy, Job, JobStatus
+from herald.events.models import Card, ExternalEvent
 from herald.events.nudges import EventsJanitor, Nudge
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
@@ -281,7 +282,7 @@ def test_the_janitor_nudges_side_effects_left_behind_and_not_those_still_in_time
 def test_only_a_blocked_job_moved_on_by_an_operator_or_removed_nudges_its_service_not_a_settling_try(
     herald: Harness,
 ) -> None:
-    from herald.events.models import JobStatus as Status
+    from herald.events.jobs import JobStatus as Status
     from herald.events.nudges import nudges_for
 
     herald.post("e1", "one")

@@ -24,19 +24,9 @@ from typing import Any
 from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
-from herald.events.models import (
-    CardDecision,
-    CardMessage,
-    CardWrite,
-    DispatchPolicy,
-    Job,
-    JobStatus,
-    Lane,
-    StaleJob,
-    card_write,
-    decide_card,
-    superseded_run,
-)
+from herald.events.cards import CardDecision, CardMessage, CardWrite, card_write, decide_card
+from herald.events.jobs import DispatchPolicy, Job, JobStatus, StaleJob, superseded_run
+from herald.events.models import Lane
 from herald.events.nudges import Nudge
 from herald.events.pacing import Unpaced
 from herald.events.ports import DispatchStore, Messenger, Pace, TargetPolicy

@@ -14,20 +14,9 @@ from pynamodb.expressions.update import Action
 
 from herald.clock import Clock
 from herald.errors import Unavailable
-from herald.events.models import (
-    CardMessage,
-    CardWrite,
-    DuplicateEvent,
-    ExternalEvent,
-    Guard,
-    Job,
-    JobStatus,
-    Lane,
-    LaneHead,
-    StaleJob,
-    StoredEvent,
-    Target,
-)
+from herald.events.cards import CardMessage, CardWrite
+from herald.events.jobs import Guard, Job, JobStatus, StaleJob
+from herald.events.models import DuplicateEvent, ExternalEvent, Lane, LaneHead, StoredEvent, Target
 from herald.events.rows import (
     CARD,
     EVENT,

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from herald.clock import Clock, now_ms
-from herald.events.models import Job, JobStatus, Lane
+from herald.events.jobs import Job, JobStatus
+from herald.events.models import Lane
 
 
 @dataclass(frozen=True)

@@ -7,19 +7,9 @@ from typing import Any, Protocol
 
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, NotFound
-from herald.events.models import (
-    JOB_TRANSITIONS,
-    CardMessage,
-    CardWrite,
-    DispatchPolicy,
-    Job,
-    JobStatus,
-    LaneHead,
-    StaleJob,
-    Target,
-    card_write,
-    parse_job_id,
-)
+from herald.events.cards import CardMessage, CardWrite, card_write
+from herald.events.jobs import JOB_TRANSITIONS, DispatchPolicy, Job, JobStatus, StaleJob
+from herald.events.models import LaneHead, Target, parse_job_id
 
 
 class OperationsStore(Protocol):

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from herald.events.models import Card, CardMessage, CardWrite, Job, LaneHead, Target
+from herald.events.cards import CardMessage, CardWrite
+from herald.events.jobs import Job
+from herald.events.models import Card, LaneHead, Target
 
 
 class DispatchStore(Protocol):

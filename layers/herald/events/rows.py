@@ -22,7 +22,8 @@ from pynamodb.attributes import BooleanAttribute, ListAttribute, MapAttribute, T
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from herald.events.models import ExternalEvent, Job, JobStatus, Target
+from herald.events.jobs import Job, JobStatus
+from herald.events.models import ExternalEvent, Target
 from herald.tables import IntAttribute, epoch_seconds, ttl
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ from typing import Protocol
 
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, InvalidArgument, PermissionDenied
-from herald.events.models import Accepted, DuplicateEvent, ExternalEvent, Job, Lane
+from herald.events.jobs import Job
+from herald.events.models import Accepted, DuplicateEvent, ExternalEvent, Lane
 
 
 class IntakeStore(Protocol):

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from herald.clock import Clock, now_ms
 from herald.confirms.models import Confirm, Delivery
-from herald.events.models import Job, JobStatus
+from herald.events.jobs import Job, JobStatus
 
 SCAN_LIMIT = 1000  # counted up to this many of each; an alarm fires long before
 
