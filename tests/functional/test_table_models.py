@@ -14,7 +14,7 @@ from pynamodb.attributes import TTLAttribute
 from pynamodb.models import Model
 
 from herald.auth.dynamo import ServiceKeyRow
-from herald.confirms.dynamo import ConfirmBusinessRow, ConfirmRow, ConfirmSourceRow, DeliveryRow
+from herald.confirms.rows import ConfirmBusinessRow, ConfirmRow, ConfirmSourceRow, DeliveryRow
 from herald.events.rows import CardRow, EventRecordRow, HeadRow, JobRow
 from herald.inbox.dynamo import CounterRow, DedupRow, NotificationRow, PreferencesRow, TombstoneRow
 from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow

@@ -11,7 +11,7 @@ from herald.confirms.delivery import (
     RetryableDeliveryFailure,
     pushes_for,
 )
-from herald.confirms.dynamo import confirm_from_image
+from herald.confirms.rows import confirm_from_image
 from herald.confirms.wiring import confirms, delivery_for, push_queue
 from herald.dynamo import Image
 from herald.observability import count_for_tenant, logger, metrics
