@@ -18,6 +18,8 @@ SOURCE_ROOTS = {"herald": REPO / "layers", "herald_dev": REPO / "infra", "herald
 CONTEXTS = ("auth", "confirms", "events", "gauges", "inbox", "invitations", "limits", "owners", "realtime", "turns")
 DOMAIN_FILES = (
     "models.py",
+    "rules.py",
+    "ports.py",
     "jobs.py",
     "cards.py",
     "service.py",

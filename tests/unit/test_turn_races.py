@@ -10,7 +10,8 @@ import pytest
 from herald.auth.models import Principal
 from herald.errors import Conflict
 from herald.turns.models import SessionStatus, TurnState
-from herald.turns.service import EngineCaller, TurnService
+from herald.turns.ports import EngineCaller
+from herald.turns.service import TurnService
 from tests.support.fakes import InMemoryTurnStore
 
 ENGINE = EngineCaller("engine", "lalu")

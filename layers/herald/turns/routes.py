@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from herald.ids import APP_CODE_PATTERN
 from herald.turns.models import MAX_EVENT_SEQ, ROLE_RANK, AgentTurns, SessionStatus
-from herald.turns.service import EngineCaller
+from herald.turns.ports import EngineCaller
 from herald.turns.wiring import turn_service
 from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.security import TENANT, CurrentPrincipal, CurrentService

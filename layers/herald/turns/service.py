@@ -1,5 +1,5 @@
-"""The turn queue's rules (contract §4), free of AWS: every decision reads the session and the agent, decides,
-and commits the agent's new state with its event log entries in one conditional write. A commit made
+"""The turn queue's service (contract §4), free of AWS: every decision reads the session and the agent, decides
+(with `rules`), and commits the agent's new state with its event log entries in one conditional write. A commit made
 from a stale read is refused by the store and the decision is taken again from a fresh one, so posts,
 cancels, finishes and the janitor are serialized per session: a message is delivered or cancelled, never
 both, and the queue never holds more than ten.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from herald.auth.models import Principal
 from herald.clock import Clock, now_ms
@@ -33,57 +33,21 @@ from herald.turns.models import (
     Turn,
     TurnState,
 )
+from herald.turns.ports import EngineCaller, TurnQueue, TurnStore
+from herald.turns.rules import (
+    ENGINE,
+    REFUSALS,
+    arrive,
+    require_active,
+    require_agent,
+    require_current,
+    require_owner,
+    start_turn,
+)
 
-ENGINE = "engine"
 _COMMIT_ATTEMPTS = 40
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class EngineCaller:
-    """The engine service acting, and the tenant it acts for (one its key holds)."""
-
-    service_id: str
-    app_code: str
-
-
-class TurnStore(Protocol):
-    """Every session is addressed by its tenant and its id."""
-
-    def session(self, app_code: str, session_id: str) -> Session | None: ...
-
-    def put_session(
-        self,
-        app_code: str,
-        session_id: str,
-        members: Mapping[str, str],
-        agents: Sequence[str],
-        status: SessionStatus,
-        owner_service: str,
-    ) -> tuple[Session | None, Session]:
-        """Create or update; a session another service owns is returned as it is, unchanged."""
-        ...
-
-    def agent(self, app_code: str, session_id: str, agent: str) -> AgentTurns: ...
-
-    def message(self, app_code: str, session_id: str, message_id: str) -> Message | None: ...
-
-    def commit(self, change: Change, at_ms: int) -> list[SessionEvent]: ...
-
-    def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]: ...
-
-    def mark_dispatched(self, turn: Turn) -> None: ...
-
-    def due(self, before_ms: int, limit: int) -> list[tuple[str, str, str | None]]: ...
-
-    def delivered_reopened(self, app_code: str, session_id: str) -> None: ...
-
-
-class TurnQueue(Protocol):
-    """The engine's queue of turns to run (one FIFO group per session and agent)."""
-
-    def publish(self, turn: Turn) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -91,21 +55,6 @@ class Posted:
     message_id: str
     arrival: Arrival
     position: int | None = None
-
-
-def _start_turn(turns: AgentTurns, messages: Sequence[QueuedMessage]) -> tuple[AgentTurns, list[Entry]]:
-    """Every given message, in order, becomes the agent's next turn."""
-    turn = Turn.of(turns, new_id("turn"), messages)
-    started = replace(turns, state=TurnState.RUNNING, turn=turn, queue=())
-    entries = [
-        Entry(
-            EventType.MESSAGE_DELIVERED,
-            ENGINE,
-            {"agent": turns.agent, "turn_id": turn.turn_id, "message_ids": list(turn.message_ids)},
-        ),
-        Entry(EventType.TURN_STARTED, ENGINE, {"agent": turns.agent, **turn.to_message()}),
-    ]
-    return started, entries
 
 
 @dataclass(frozen=True)
@@ -125,15 +74,15 @@ class TurnService:
 
     # ------------------------------------------------------------------ app side (a member of the session)
     def post(self, caller: Principal, session_id: str, agent: str, text: str, lang: str | None) -> Posted:
-        """No turn running: the message starts one (with any still waiting, which go first). Running: it
-        waits in the queue. Queue full or turn suspended: it is recorded, refused and never read."""
+        """Where the message goes is `rules.arrive`'s decision; a refused one is recorded, then refused. A retry
+        after a commit whose answer was lost finds its message recorded and answers as the commit did."""
         message_id = new_id("msg")
         tried = False
 
         def decide() -> Posted:
             nonlocal tried
             session = self._conversable(caller, session_id)
-            _require_agent(session, agent)
+            require_agent(session, agent)
             turns = self._store.agent(caller.app_code, session_id, agent)
             if tried and self._store.message(caller.app_code, session_id, message_id) is not None:  # it did commit
                 position = turns.position_of(message_id)
@@ -141,46 +90,13 @@ class TurnService:
             tried = True
             now = self._clock()
             message = Message(caller.app_code, session_id, agent, message_id, caller.user_id, text, lang, now)
-            queued = QueuedMessage(message_id, caller.user_id, text, lang, now)
-            entries = [
-                Entry(
-                    EventType.MESSAGE,
-                    caller.user_id,
-                    {"agent": agent, "message_id": message_id, "text": text, "lang": lang},
-                )
-            ]
-            refusal = (
-                "awaiting_approval"
-                if turns.state is TurnState.SUSPENDED
-                else "message_queue_full"
-                if turns.state is TurnState.RUNNING and turns.full
-                else None
-            )
-            if refusal is not None:
-                entries.append(
-                    Entry(EventType.AGENT_ERROR, ENGINE, {"agent": agent, "message_id": message_id, "reason": refusal})
-                )
-                self._commit(Change(session, turns, turns, tuple(entries), message))
-                self._observe("TurnMessageRefused")
-                raise Conflict(_REFUSALS[refusal], reason=refusal, details={"message_id": message_id})
-            if turns.state is TurnState.RUNNING:
-                after = replace(turns, queue=(*turns.queue, queued))
-                position = len(after.queue)
-                entries.append(
-                    Entry(
-                        EventType.MESSAGE_QUEUED,
-                        ENGINE,
-                        {"agent": agent, "message_id": message_id, "text": text, "lang": lang, "position": position},
-                    )
-                )
-                self._commit(Change(session, turns, after, tuple(entries), message))
-                self._observe("TurnMessageQueued")
-                return Posted(message_id, Arrival.QUEUED, position)
-            # Idle. Messages still waiting (a reopened session) go first: the newest never jumps ahead.
-            after, started = _start_turn(turns, (*turns.queue, queued))
-            self._commit(Change(session, turns, after, (*entries, *started), message))
-            self._observe("TurnMessageStarted")
-            return Posted(message_id, Arrival.STARTED)
+            arriving = arrive(turns, QueuedMessage(message_id, caller.user_id, text, lang, now))
+            self._commit(Change(session, turns, arriving.after, arriving.entries, message))
+            self._observe(arriving.outcome)
+            if arriving.arrival is None:
+                refusal = str(arriving.refusal)
+                raise Conflict(REFUSALS[refusal], reason=refusal, details={"message_id": message_id})
+            return Posted(message_id, arriving.arrival, arriving.position)
 
         return self._decided(decide)
 
@@ -195,7 +111,7 @@ class TurnService:
                 raise NotFound("message not found")
             if message.sender != caller.user_id:
                 raise PermissionDenied("only its sender may cancel a message", reason="message_of_another_person")
-            _require_active(session)
+            require_active(session)
             turns = self._store.agent(caller.app_code, session_id, agent)
             if turns.position_of(message_id) is None:
                 raise Conflict("the message was already delivered or cancelled", reason="message_not_in_queue")
@@ -229,7 +145,7 @@ class TurnService:
         """The engine's word on a session of its tenant; the first service to create it owns it. Reopening
         it delivers the queues it froze when it ended (the janitor finishes that if this call dies half way)."""
         before, after = self._store.put_session(engine.app_code, session_id, members, agents, status, engine.service_id)
-        _require_owner(after, engine)
+        require_owner(after, engine)
         if before is not None and not before.active and after.active:
             self._deliver_reopened(after)
         return after
@@ -249,11 +165,11 @@ class TurnService:
             session, turns = self._turn_of(engine, session_id, agent)
             if turns.finished_turn_id == turn_id:
                 return turns  # a repeated finish
-            _require_current(turns, turn_id)
+            require_current(turns, turn_id)
             after = replace(turns, state=TurnState.IDLE, turn=None, finished_turn_id=turn_id)
             entries = [Entry(EventType.TURN_FINISHED, ENGINE, {"agent": agent, "turn_id": turn_id})]
             if session.active and after.queue:
-                after, started = _start_turn(after, after.queue)
+                after, started = start_turn(after, after.queue)
                 entries.extend(started)
             self._commit(Change(session, turns, after, tuple(entries)))
             return after
@@ -283,7 +199,7 @@ class TurnService:
             turns = self._store.agent(app_code, session_id, agent)
             if turns.state is not TurnState.IDLE or not turns.queue:
                 return None
-            after, entries = _start_turn(turns, turns.queue)
+            after, entries = start_turn(turns, turns.queue)
             self._commit(Change(session, turns, after, tuple(entries)))
             return after.turn
 
@@ -332,7 +248,7 @@ class TurnService:
     ) -> AgentTurns:
         def decide() -> AgentTurns:
             session, turns = self._turn_of(engine, session_id, agent)
-            _require_current(turns, turn_id)
+            require_current(turns, turn_id)
             if turns.state is target:
                 return turns  # a repeated call
             if turns.state is not source:
@@ -347,7 +263,7 @@ class TurnService:
         session = self._store.session(engine.app_code, session_id)
         if session is None:
             raise NotFound("session not found")
-        _require_owner(session, engine)
+        require_owner(session, engine)
         turns = self._store.agent(engine.app_code, session_id, agent)
         if turns.version == 0:
             raise NotFound("the agent has no turn in this session")
@@ -366,7 +282,7 @@ class TurnService:
 
     def _conversable(self, caller: Principal, session_id: str) -> Session:
         session = self._member_session(caller, session_id)
-        _require_active(session)
+        require_active(session)
         return session
 
     def _commit(self, change: Change) -> None:
@@ -389,33 +305,3 @@ class TurnService:
             )
         except StaleRead as error:
             raise RateLimited("too many concurrent changes to this session; try again", reason="busy") from error
-
-
-_REFUSALS = {
-    "awaiting_approval": "the agent's turn is waiting for an approval; the message was recorded but will not be read",
-    "message_queue_full": "ten messages already wait for this agent; the message was recorded but will not be read",
-}
-
-
-def _is_stale(error: Exception) -> bool:
-    return isinstance(error, StaleRead)
-
-
-def _require_owner(session: Session, engine: EngineCaller) -> None:
-    if session.owner_service != engine.service_id:
-        raise PermissionDenied("another service owns this session", reason="session_of_another_service")
-
-
-def _require_agent(session: Session, agent: str) -> None:
-    if agent not in session.agents:
-        raise NotFound("agent not found in this session")
-
-
-def _require_active(session: Session) -> None:
-    if not session.active:
-        raise Conflict("the session has ended", reason="session_not_active")
-
-
-def _require_current(turns: AgentTurns, turn_id: str) -> None:
-    if turns.turn_id != turn_id or turns.state is TurnState.IDLE:
-        raise Conflict("that turn is not the agent's current turn", reason="turn_not_current")

@@ -1,0 +1,100 @@
+"""The turn queue's decisions (contract §4) as plain functions of an agent's turns: where a posted message
+goes (a new turn, the queue, or refused and recorded), what starts a turn, and what a caller must be for
+a change. The service reads, decides with these, and commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from herald.errors import Conflict, NotFound, PermissionDenied
+from herald.ids import new_id
+from herald.turns.models import AgentTurns, Arrival, Entry, EventType, QueuedMessage, Session, Turn, TurnState
+from herald.turns.ports import EngineCaller
+
+ENGINE = "engine"
+REFUSALS = {
+    "awaiting_approval": "the agent's turn is waiting for an approval; the message was recorded but will not be read",
+    "message_queue_full": "ten messages already wait for this agent; the message was recorded but will not be read",
+}
+
+
+@dataclass(frozen=True)
+class Arriving:
+    """Where a posted message goes: the agent's turns after it, the log entries, and how it arrived (started a
+    turn, queued at `position`) or why it was refused (recorded, never read)."""
+
+    after: AgentTurns
+    entries: tuple[Entry, ...]
+    arrival: Arrival | None
+    position: int | None = None
+    refusal: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        """The metric it counts as."""
+        if self.refusal is not None:
+            return "TurnMessageRefused"
+        return "TurnMessageQueued" if self.arrival is Arrival.QUEUED else "TurnMessageStarted"
+
+
+def arrive(turns: AgentTurns, message: QueuedMessage) -> Arriving:
+    """No turn running: the message starts one (with any still waiting, which go first: the newest never jumps
+    ahead). Running: it waits in the queue. Queue full or turn suspended: it is recorded and refused."""
+    agent, message_id = turns.agent, message.message_id
+    said = {"agent": agent, "message_id": message_id, "text": message.text, "lang": message.lang}
+    entries = [Entry(EventType.MESSAGE, message.sender, said)]
+    refusal = (
+        "awaiting_approval"
+        if turns.state is TurnState.SUSPENDED
+        else "message_queue_full"
+        if turns.state is TurnState.RUNNING and turns.full
+        else None
+    )
+    if refusal is not None:
+        entries.append(
+            Entry(EventType.AGENT_ERROR, ENGINE, {"agent": agent, "message_id": message_id, "reason": refusal})
+        )
+        return Arriving(turns, tuple(entries), None, refusal=refusal)
+    if turns.state is TurnState.RUNNING:
+        after = replace(turns, queue=(*turns.queue, message))
+        position = len(after.queue)
+        entries.append(Entry(EventType.MESSAGE_QUEUED, ENGINE, {**said, "position": position}))
+        return Arriving(after, tuple(entries), Arrival.QUEUED, position)
+    after, started = start_turn(turns, (*turns.queue, message))
+    return Arriving(after, (*entries, *started), Arrival.STARTED)
+
+
+def start_turn(turns: AgentTurns, messages: Sequence[QueuedMessage]) -> tuple[AgentTurns, list[Entry]]:
+    """Every given message, in order, becomes the agent's next turn."""
+    turn = Turn.of(turns, new_id("turn"), messages)
+    started = replace(turns, state=TurnState.RUNNING, turn=turn, queue=())
+    entries = [
+        Entry(
+            EventType.MESSAGE_DELIVERED,
+            ENGINE,
+            {"agent": turns.agent, "turn_id": turn.turn_id, "message_ids": list(turn.message_ids)},
+        ),
+        Entry(EventType.TURN_STARTED, ENGINE, {"agent": turns.agent, **turn.to_message()}),
+    ]
+    return started, entries
+
+
+def require_owner(session: Session, engine: EngineCaller) -> None:
+    if session.owner_service != engine.service_id:
+        raise PermissionDenied("another service owns this session", reason="session_of_another_service")
+
+
+def require_agent(session: Session, agent: str) -> None:
+    if agent not in session.agents:
+        raise NotFound("agent not found in this session")
+
+
+def require_active(session: Session) -> None:
+    if not session.active:
+        raise Conflict("the session has ended", reason="session_not_active")
+
+
+def require_current(turns: AgentTurns, turn_id: str) -> None:
+    if turns.turn_id != turn_id or turns.state is TurnState.IDLE:
+        raise Conflict("that turn is not the agent's current turn", reason="turn_not_current")
