@@ -13,38 +13,34 @@ import contextlib
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import boto3
 import uvicorn
 from herald_ops.local_files import write_private
-from herald_ops.template import StackTemplate, TemplateError
+from herald_ops.template import StackTemplate
 
 from herald.owners.models import OWNER_CAPABILITY
 from herald_client import ServiceClient
 from herald_dev import moto_patches
+from herald_dev.config import LocalCloudConfig
 from herald_dev.engine import ReferenceEngine
-from herald_dev.fakes import PROVIDER_PARAMETERS, Fakes, Providers, start_fakes
+from herald_dev.fakes import Fakes, Providers, start_fakes
 from herald_dev.group_owner import SampleGroupOwner
-from herald_dev.local_identity import LOCAL_JWT_SECRET
+from herald_dev.make_signals import watch_make
 from herald_dev.persistence import SavedState
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
-from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
-from herald_dev.sqs_source import SqsEventSource
-from herald_dev.stream_source import StreamEventSource, StreamSettings
-from herald_dev.ttl_sweeper import TtlSweeper
-from herald_dev.websocket_gateway import MESSAGE_LIMIT_BYTES, WebSocketGateway
+from herald_dev.template_wiring import EventSource, TemplateWiring, local_functions
+from herald_dev.websocket_gateway import MESSAGE_LIMIT_BYTES
 
 log = logging.getLogger("local-cloud")
 
@@ -61,76 +57,6 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
-
-
-class EventSource(Protocol):
-    def start(self, stop: threading.Event) -> None: ...
-
-    def join(self, timeout: float) -> None: ...
-
-
-@dataclass
-class LocalCloudConfig:
-    template_path: Path
-    stack_name: str = "herald-local"
-    region: str = "us-east-1"
-    host: str = "127.0.0.1"
-    http_port: int = 8080
-    ws_port: int = 8081
-    moto_port: int = 4566
-    aws_endpoint: str | None = None  # an already running AWS emulator instead of the embedded moto
-    dynamodb_endpoint: str | None = None  # e.g. DynamoDB Local
-    sqs_endpoint: str | None = None  # e.g. fauxqs (infra/fauxqs), an SQS server independent of moto
-    parameter_overrides: dict[str, str] = field(default_factory=dict)
-    environment: dict[str, str] = field(default_factory=dict)
-    secrets: dict[str, str] = field(default_factory=dict)  # template parameter naming an SSM secret -> value
-    state_file: Path | None = None
-    sqs_wait_seconds: int = 1
-    tencent_im_port: int = 8090
-    feishu_port: int = 8091
-    ttl_sweep_seconds: float = 10.0
-    engine_turn_seconds: float = 0.0  # > 0: run the reference agent engine (turns take this long)
-    sample_owner_port: int = -1  # >= 0: run the sample owner service ("join group") there (0: any port)
-    console_port: int = -1  # >= 0: serve the Herald console there (needs a state file)
-    # Providers running outside this process (`herald backing`): then no fakes are started here.
-    providers: Providers | None = None
-    # Where the embedded AWS and the fakes are kept between runs (None: nothing kept), and whether to start empty.
-    data_dir: Path | None = None
-    fresh: bool = False
-
-
-def _caught_signals(pid: int) -> int | None:
-    """The signals a process handles (Linux's /proc `SigCgt` mask), or None where that cannot be read."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    masks = [line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")]
-    return int(masks[0], 16) if masks else None
-
-
-def watch_make(stop: threading.Event, stop_for: Callable[[str], None]) -> None:
-    """Stop when the `make` running this (`make dev`) is sent SIGINT alone: make does not pass SIGINT on (a
-    terminal sends it to the whole process group) and waits for its recipe forever. Its handler resets SIGINT
-    to the default before it waits, which Linux shows in /proc; elsewhere only Ctrl-C and SIGTERM stop it."""
-    parent = os.getppid()
-    try:
-        name = Path(f"/proc/{parent}/comm").read_text().strip()
-    except OSError:
-        return
-    caught = _caught_signals(parent)
-    sigint = 1 << (signal.SIGINT - 1)
-    if name not in ("make", "gmake") or caught is None or not caught & sigint:
-        return
-
-    def watch() -> None:
-        while not stop.wait(0.5):
-            now = _caught_signals(parent)
-            if now is None or not now & sigint:
-                stop_for(f"`make` (pid {parent}) was interrupted")
-                return
-
-    threading.Thread(target=watch, name="watch-make", daemon=True).start()
 
 
 def store_secrets(ssm: Any, stack: StackTemplate, secrets: dict[str, str]) -> None:
@@ -208,136 +134,18 @@ class LocalCloud:
         return boto3.client(service, region_name=self.config.region)  # type: ignore[call-overload]
 
     # ------------------------------------------------------------------ wiring from the template
-    def _load_functions(self) -> None:
-        """Each function's processes get the environment Lambda would give them: the template's variables for
-        that function, then the local cloud's (endpoints, the local token secret, the fakes), then `--env`."""
-        template_dir = self.config.template_path.parent
-        local = {
-            "POWERTOOLS_TRACE_DISABLED": "true",
-            "POWERTOOLS_METRICS_DISABLED": "true",
-            "HERALD_WS_MANAGEMENT_ENDPOINT": f"http://{self.config.host}:{self.config.ws_port}",
-            "HERALD_JWT_HS256_SECRET": LOCAL_JWT_SECRET,
-            # Owner services run on this machine (the sample owner, tests' loopback owners): http to loopback.
-            "HERALD_OWNER_CALLBACKS_HTTPS_ONLY": "false",
-            "HERALD_OWNER_CALLBACKS_ALLOW_PRIVATE": "true",
-            # A tenant set, disabled or enabled with herald-ops reaches every function at once.
-            "HERALD_TENANT_CACHE_SECONDS": "0",
-        }
-        # Locally tokens are HS256 from `herald token`; issuer/audience apply when configured explicitly.
-        unset = {"HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"}
-        if self.providers is not None:
-            fakes = self.providers.without(self._providers_given())
-            local.update(fakes.environment)
-            unset.update(fakes.unset)
-        for logical_id in self.stack.of_type("AWS::Serverless::Function"):
-            function = LocalFunction.from_template(self.stack, logical_id, template_dir)
-            environment = {**os.environ, **function.template_environment(self.stack), **local}
-            for key in unset:
-                environment.pop(key, None)
-            function.environment = {**environment, **self.config.environment}
-            self.functions[logical_id] = function
-
-    def _providers_given(self) -> set[str]:
-        """The providers the command line points somewhere with template parameters: no fake stands in."""
-        return {
-            provider
-            for provider, parameters in PROVIDER_PARAMETERS.items()
-            if any(name in self.config.parameter_overrides for name in parameters)
-        }
-
     def _store_secrets(self) -> None:
         store_secrets(self.client("ssm"), self.stack, self.config.secrets)
 
-    def _queue_url_for_arn(self, arn: str) -> str:
-        for attributes in self.stack.attributes.values():
-            if attributes.get("Arn") == arn and "QueueUrl" in attributes:
-                return attributes["QueueUrl"]
-        raise TemplateError(f"no queue with ARN {arn}")
-
-    def _wire_sources(self) -> None:
-        sqs = self.client("sqs")
-        for logical_id, function in self.functions.items():
-            for event_name, event in function.properties.get("Events", {}).items():
-                kind = event.get("Type")
-                props = self.stack.resolve(event.get("Properties", {}))
-                if kind == "SQS":
-                    queue_arn = props["Queue"]
-                    self.sources.append(
-                        SqsEventSource(
-                            function,
-                            sqs,
-                            self._queue_url_for_arn(queue_arn),
-                            queue_arn,
-                            batch_size=int(props.get("BatchSize", 10)),
-                            report_batch_item_failures="ReportBatchItemFailures"
-                            in props.get("FunctionResponseTypes", []),
-                            pollers=int(props.get("ScalingConfig", {}).get("MaximumConcurrency", 2)),
-                            wait_seconds=self.config.sqs_wait_seconds,
-                        )
-                    )
-                elif kind == "DynamoDB":
-                    on_failure = props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
-                    settings = StreamSettings(
-                        batch_size=int(props.get("BatchSize", 100)),
-                        # Loaded items are not new writes: a restored cloud reads its streams from after them.
-                        starting_position="LATEST"
-                        if self._restored
-                        else str(props.get("StartingPosition", "TRIM_HORIZON")),
-                        report_batch_item_failures="ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
-                        maximum_retry_attempts=int(props.get("MaximumRetryAttempts", -1)),
-                        bisect_on_error=str(props.get("BisectBatchOnFunctionError", False)).lower() == "true",
-                        on_failure_queue_url=self._queue_url_for_arn(on_failure) if on_failure else None,
-                    )
-                    self.sources.append(
-                        StreamEventSource(function, self.client("dynamodbstreams"), sqs, props["Stream"], settings)
-                    )
-                elif kind == "Schedule":
-                    if str(props.get("Enabled", True)).lower() == "false":
-                        continue
-                    interval = float(self.config.environment.get(f"HERALD_LOCAL_RATE_{logical_id}", 0)) or rate_seconds(
-                        props["Schedule"]
-                    )
-                    self.sources.append(ScheduleEventSource(function, f"{logical_id}-{event_name}", interval))
-
-    def _wire_ttl(self) -> None:
-        dynamodb = self.client("dynamodb")
-        for logical_id, resource in self.stack.of_type("AWS::DynamoDB::Table").items():
-            ttl = self.stack.resolve(resource.get("Properties", {}).get("TimeToLiveSpecification", {}))
-            if not ttl.get("Enabled"):
-                continue
-            keys = [k["AttributeName"] for k in self.stack.resolve(resource["Properties"]["KeySchema"])]
-            table = self.stack.physical_name(logical_id)
-            self.sources.append(TtlSweeper(dynamodb, table, keys, ttl["AttributeName"], self.config.ttl_sweep_seconds))
-
-    def _http_function(self) -> LocalFunction | None:
-        for function in self.functions.values():
-            if any(e.get("Type") == "HttpApi" for e in function.properties.get("Events", {}).values()):
-                return function
-        return None
-
-    def _websocket_gateway(self) -> WebSocketGateway | None:
-        apis = {
-            lid: res
-            for lid, res in self.stack.of_type("AWS::ApiGatewayV2::Api").items()
-            if res["Properties"].get("ProtocolType") == "WEBSOCKET"
-        }
-        if not apis:
-            return None
-        api_id, api = next(iter(apis.items()))
-        selection = str(api["Properties"].get("RouteSelectionExpression", "$request.body.action"))
-        by_arn = {self.stack.get_att(lid, "Arn"): f for lid, f in self.functions.items()}
-        integrations = {
-            self.stack.physical_name(lid): str(self.stack.resolve(res["Properties"].get("IntegrationUri", "")))
-            for lid, res in self.stack.of_type("AWS::ApiGatewayV2::Integration").items()
-        }
-        routes: dict[str, LocalFunction] = {}
-        for res in self.stack.of_type("AWS::ApiGatewayV2::Route").values():
-            target = str(self.stack.resolve(res["Properties"].get("Target", "")))
-            uri = integrations.get(target.removeprefix("integrations/"), "")
-            match = re.search(r"functions/(arn:[^/]+)/invocations", uri)
-            if match and match.group(1) in by_arn:
-                routes[str(res["Properties"]["RouteKey"])] = by_arn[match.group(1)]
-        return WebSocketGateway(routes, api_id=api_id, stage="local", selection_key=selection.rsplit(".", 1)[-1])
+    def _wiring(self) -> TemplateWiring:
+        return TemplateWiring(
+            self.stack,
+            self.functions,
+            self.client,
+            restored=self._restored,
+            sqs_wait_seconds=self.config.sqs_wait_seconds,
+            rates=self.config.environment,
+        )
 
     # ------------------------------------------------------------------ run
     def prepare(self) -> None:
@@ -350,9 +158,9 @@ class LocalCloud:
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
         self._load_saved_state()
         self._store_secrets()
-        self._load_functions()
-        self._wire_sources()
-        self._wire_ttl()
+        self.functions.update(local_functions(self.stack, self.config, self.providers))
+        wiring = self._wiring()
+        self.sources.extend([*wiring.event_sources(), *wiring.ttl_sweepers(self.config.ttl_sweep_seconds)])
         self._wire_engine()
         self._wire_sample_owner()
         self._prepared = True
@@ -461,10 +269,10 @@ class LocalCloud:
 
     async def serve(self) -> None:
         servers = []
-        http_function = self._http_function()
+        http_function = self._wiring().http_function()
         if http_function is not None:
             self._http_process = self._start_http(http_function)
-        gateway = self._websocket_gateway()
+        gateway = self._wiring().websocket_gateway()
         if gateway is not None:
             servers.append(
                 uvicorn.Config(

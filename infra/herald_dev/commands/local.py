@@ -13,8 +13,9 @@ from typing import Any
 import click
 from herald_ops.stack import DEFAULT_TEMPLATE
 
-from herald_dev.cloud import LocalCloud, LocalCloudConfig, write_state
+from herald_dev.cloud import LocalCloud, write_state
 from herald_dev.commands.common import env_int, state_file_option
+from herald_dev.config import LocalCloudConfig
 from herald_dev.fakes import Providers
 
 
