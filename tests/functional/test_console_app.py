@@ -3,14 +3,23 @@ rest against a local cloud)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
+import jwt
 import pytest
 from fastapi.testclient import TestClient
 from herald_ops.stack import DEFAULT_TEMPLATE, Stack
 
+from herald.clock import now_ms
+from herald.events.dynamo import DynamoEventStore
+from herald.events.models import ExternalEvent, Lane
 from herald_dev.console.app import PAGE_HEADER, create_console
+from tests.support.deployed import deployed_stack
 
 CONSOLE = "http://127.0.0.1:8093"
 
@@ -139,3 +148,77 @@ def test_a_non_loopback_host_needs_an_explicit_flag(tmp_path: Path, capsys: pyte
     assert main(["console", "--host", "0.0.0.0", "--state-file", str(tmp_path / "none.json")]) == 2
     err = capsys.readouterr().err
     assert "warning" in err and "--allow-non-loopback" in err
+
+
+# ---------------------------------------------------------------------- like the product (issue 45, item 4)
+
+
+def test_a_refusal_of_herald_is_answered_with_the_status_the_api_gives_it(tmp_path: Path) -> None:
+    """Every HeraldError was a 409, whatever it said: an unknown job read as a conflict."""
+    event = {"event_type": "job.done", "data": {"title": "t", "status": "ok", "target": {"receive_id": "oc_1",
+             "receive_id_type": "chat_id"}}}  # fmt: skip
+    with deployed_stack("herald-prod") as environment:
+        DynamoEventStore(environment["HERALD_EVENTS_TABLE"]).append(
+            Lane("nightly"), ExternalEvent.from_content("e1", event), now_ms
+        )
+        deployed = console("herald-prod", tmp_path / "none.json")
+        answers = {
+            job_id: deployed.post(f"/console/events/{job_id}/resolve", json={"action": "requeue"})
+            for job_id in ("nightly:7", "not a job id", "nightly:1")
+        }
+    statuses = {job_id: (answer.status_code, answer.json()["code"]) for job_id, answer in answers.items()}
+    assert statuses == {
+        "nightly:7": (404, "NOT_FOUND"),
+        "not a job id": (404, "NOT_FOUND"),  # as `herald-ops events show` finds it: no such job
+        "nightly:1": (409, "CONFLICT"),  # queued, not blocked: nothing to resolve
+    }
+    assert answers["nightly:1"].json()["reason"] == "job_not_blocked"
+
+
+def test_the_console_acts_in_the_stacks_default_tenant_not_a_hard_coded_one(tmp_path: Path) -> None:
+    state = tmp_path / "local.json"
+    settings = {"HERALD_DEFAULT_APP_CODE": "acme"}
+    state.write_text(json.dumps({"http_url": "http://127.0.0.1:9", "ws_url": "", "fakes": {}, "settings": settings}))
+    token = console(None, state).post("/console/token", json={"user_id": "10002"}).json()["token"]
+    assert jwt.decode(token, options={"verify_signature": False})["app_code"] == "acme"
+
+
+class _Together(BaseHTTPRequestHandler):
+    """Answers only once two requests are in at the same time (a barrier): one at a time, neither is answered."""
+
+    barrier = threading.Barrier(2, timeout=5)
+
+    def do_GET(self) -> None:
+        try:
+            self.barrier.wait()
+            body, status = b'{"data":{"unread_count":0}}', 200
+        except threading.BrokenBarrierError:
+            body, status = b'{"error":"alone"}', 504
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_console_calls_the_api_off_its_event_loop_so_one_slow_answer_holds_up_no_other(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Together)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    state = tmp_path / "local.json"
+    state.write_text(json.dumps({"http_url": f"http://127.0.0.1:{server.server_port}", "ws_url": "", "fakes": {}}))
+    app = create_console(Stack(None, None, "us-east-1", state, DEFAULT_TEMPLATE))
+
+    async def two_at_once() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url=CONSOLE, timeout=20) as client:
+            path = "/console/app/api/v1/inbox/unread-count"
+            answers = await asyncio.gather(client.get(path), client.get(path))
+        return [answer.status_code for answer in answers]
+
+    try:
+        assert asyncio.run(two_at_once()) == [200, 200]
+    finally:
+        server.shutdown()

@@ -12,15 +12,12 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 from herald_ops.cli import main
-from moto import mock_aws
 
 from herald.clock import now_ms
 from herald.events.dynamo import DynamoEventStore
 from herald.events.models import ExternalEvent, Lane
-from herald_dev import moto_patches
-from tests.support.aws import create_stack
+from tests.support.deployed import deployed_stack
 
 STACK = "herald-prod"
 RETENTION_S = 3 * 86_400  # the stack's own, not the default 7 days
@@ -37,34 +34,8 @@ EVENT: dict[str, Any] = {
 
 @pytest.fixture
 def deployed() -> Iterator[str]:
-    """The tables of template.yaml, and a stack whose HTTP function runs with their names and its retention."""
-    moto_patches.install()
-    with mock_aws():
-        tables = create_stack("prod")
-        environment = {
-            name: tables.resolve(value)
-            for name, value in tables.function_properties("HttpApiFunction")["Environment"]["Variables"].items()
-        }
-        environment["HERALD_EVENTS_RETENTION_SECONDS"] = str(RETENTION_S)
-        template = {
-            "Resources": {
-                "Role": {
-                    "Type": "AWS::IAM::Role",
-                    "Properties": {"AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": []}},
-                },
-                "HttpApiFunction": {
-                    "Type": "AWS::Lambda::Function",
-                    "Properties": {
-                        "Runtime": "python3.11",
-                        "Handler": "app.handler",
-                        "Role": {"Fn::GetAtt": ["Role", "Arn"]},
-                        "Code": {"ZipFile": "def handler(event, context): pass"},
-                        "Environment": {"Variables": {k: str(v) for k, v in environment.items() if v != ""}},
-                    },
-                },
-            }
-        }
-        boto3.client("cloudformation").create_stack(StackName=STACK, TemplateBody=yaml.safe_dump(template))
+    """A stack whose HTTP function runs with the stack's own retention; its events table's name."""
+    with deployed_stack(STACK, {"HERALD_EVENTS_RETENTION_SECONDS": str(RETENTION_S)}) as environment:
         yield environment["HERALD_EVENTS_TABLE"]
 
 

@@ -1,0 +1,91 @@
+"""The Operate panel: `herald-ops`' own operations on the stack (`herald_ops.views`): what is dead-lettered,
+blocked or stuck, and the operator's acts on it (peek, plan, redrive; resolve a job; repair a confirm)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Body, HTTPException
+from herald_ops import views
+from herald_ops.stack import Stack
+
+
+def operate_routes(stack: Stack) -> APIRouter:
+    router = APIRouter()
+    router.include_router(_dead_letter_routes(stack))
+
+    @router.get("/console/operate")
+    def operate() -> dict[str, Any]:
+        """Polled: each DLQ's depth from its attributes, and the oldest message's age from a peek (which
+        puts what it read back at once) only where there is something to see."""
+        from herald_ops.dlq import depth, describe
+
+        sqs, now = stack.client("sqs"), _now_ms()
+        dlqs = []
+        for queue in views.dead_letter_queues(stack):
+            empty = {"dlq": queue.logical_id, "kind": queue.kind, "source": queue.source_logical_id, "depth": 0}
+            row = describe(sqs, queue, now, wait_s=0) if depth(sqs, queue.url) else empty
+            dlqs.append({**row, "redrivable": queue.redrivable})
+        return {
+            "dlqs": dlqs,
+            "blocked": views.blocked_services(stack),
+            "stuck": views.stuck_confirms(stack, grace_s=0),
+            "tenants": views.tenants(stack),
+        }
+
+    @router.post("/console/events/{job_id:path}/resolve")  # a lane's job id holds a "/"
+    def resolve(
+        job_id: str,
+        action: str = Body(embed=True),
+        message_id: str = Body("", embed=True),
+        note: str = Body("", embed=True),
+        by: str = Body("console", embed=True),
+    ) -> dict[str, Any]:
+        from herald.events.operations import describe
+        from herald.events.wiring import operations
+
+        ops = operations(stack.container)
+        if action == "sent" and message_id:
+            return describe(ops.sent(job_id, message_id, by, note))
+        if action in ("requeue", "skip"):
+            return describe(ops.requeue(job_id, by, note) if action == "requeue" else ops.skip(job_id, by, note))
+        raise HTTPException(400, "action: sent (with message_id), requeue or skip")
+
+    @router.post("/console/confirms/{app_code}/{confirm_id}/repair")
+    def repair(app_code: str, confirm_id: str) -> dict[str, Any]:
+        from herald.confirms.models import view
+        from herald.confirms.wiring import confirm_operations
+
+        repaired = confirm_operations(stack.container).repair(app_code, confirm_id)
+        return {**view(repaired.confirm), "resent": list(repaired.resent)}
+
+    return router
+
+
+def _dead_letter_routes(stack: Stack) -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/console/dlq/{name}/{step}")
+    def dlq(name: str, step: str, confirm: str = Body("", embed=True)) -> Any:
+        from herald_ops.dlq import Journal, Redrive, describe, peek, peeked_view, plan
+
+        queues = [q for q in views.dead_letter_queues(stack) if q.logical_id == name]
+        if not queues:
+            raise HTTPException(404, "no such dead-letter queue")
+        queue, sqs = queues[0], stack.client("sqs")
+        if step == "peek":
+            messages = [peeked_view(m) for m in peek(sqs, queue, 10, wait_s=0).messages]
+            return {**describe(sqs, queue, _now_ms(), wait_s=0), "messages": messages}
+        if step == "plan":
+            return plan(sqs, queue, 1000, wait_s=0)
+        if step == "redrive" and queue.redrivable and confirm == name:
+            journal = Journal.open(views.journal_path(stack, name))
+            return Redrive(sqs, queue, journal, rate_per_s=10.0, visibility_s=60, wait_s=0).run(1000).as_dict()
+        raise HTTPException(400, "peek, plan, or redrive with {'confirm': <the DLQ's name>}")
+
+    return router
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
