@@ -133,30 +133,7 @@ class WebSocketGateway:
         log.info("websocket %s connected", connection_id)
         close_code = 1000
         try:
-            while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
-                    close_code = int(message.get("code", 1000))
-                    break
-                text = message.get("text")
-                raw = str(text).encode() if text is not None else bytes(message.get("bytes") or b"")
-                if len(raw) > FRAME_LIMIT_BYTES:
-                    close_code = MESSAGE_TOO_BIG
-                    await websocket.close(code=MESSAGE_TOO_BIG, reason="Message too big")
-                    break
-                conn.last_active_ms = _now_ms()
-                body = str(text) if text is not None else base64.b64encode(raw).decode()
-                route = self._select_route(body) if text is not None else "$default"
-                event = self._event(
-                    route,
-                    "MESSAGE",
-                    connection_id,
-                    conn,
-                    body=body,
-                    context={"messageId": uuid.uuid4().hex},
-                )
-                event["isBase64Encoded"] = text is None
-                await self._invoke(route, event)
+            close_code = await self._relay(connection_id, conn)
         except WebSocketDisconnect as exc:
             close_code = exc.code
         finally:
@@ -172,6 +149,28 @@ class WebSocketGateway:
                 ),
             )
             log.info("websocket %s disconnected", connection_id)
+
+    async def _relay(self, connection_id: str, conn: _Connection) -> int:
+        """Each frame the client sends, to the route its body selects, until it closes; its close code (1009 for a
+        frame over API Gateway's quota, which closes it)."""
+        websocket = conn.websocket
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return int(message.get("code", 1000))
+            text = message.get("text")
+            raw = str(text).encode() if text is not None else bytes(message.get("bytes") or b"")
+            if len(raw) > FRAME_LIMIT_BYTES:
+                await websocket.close(code=MESSAGE_TOO_BIG, reason="Message too big")
+                return MESSAGE_TOO_BIG
+            conn.last_active_ms = _now_ms()
+            body = str(text) if text is not None else base64.b64encode(raw).decode()
+            route = self._select_route(body) if text is not None else "$default"
+            event = self._event(
+                route, "MESSAGE", connection_id, conn, body=body, context={"messageId": uuid.uuid4().hex}
+            )
+            event["isBase64Encoded"] = text is None
+            await self._invoke(route, event)
 
     def _select_route(self, body: str) -> str:
         try:

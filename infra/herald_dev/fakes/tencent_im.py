@@ -188,22 +188,7 @@ class FakeTencentIm(LoopbackFake):
             return _fail(int(fault["error_code"]), str(fault.get("info", "injected failure")))
         if self.limits.admit({"sendmsg": request.query["sdkappid"]}) is not None:
             return _fail(60011, "SDKAppID request frequency over the limit")  # refused: nothing sent
-        content = body["MsgBody"][0]["MsgContent"]
-        message = {
-            "from": body["From_Account"],
-            "to": body["To_Account"],
-            "msg_random": body["MsgRandom"],
-            "sync_other_machine": body.get("SyncOtherMachine", 1),
-            "send_msg_control": body.get("SendMsgControl", []),
-            "desc": content["Desc"],
-            "ext": content["Ext"],
-            "data": json.loads(content["Data"]),
-            "msg_key": f"{int(time.time())}_{uuid.uuid4().hex[:8]}",
-            "msg_time": int(time.time()),
-            "received_at_ms": time.time_ns() // 1_000_000,
-            "sdk_app_id": int(request.query["sdkappid"]),
-            "usersig": request.query["usersig"],
-        }
+        message = _received(body, request.query)
         with self._lock:
             self.messages.append(message)
         self.limits.answer_delay()
@@ -217,17 +202,8 @@ class FakeTencentIm(LoopbackFake):
             data.get("status"),
             data.get("msg", ""),
         )
-        return (
-            200,
-            {
-                "ActionStatus": "OK",
-                "ErrorInfo": "",
-                "ErrorCode": 0,
-                "MsgTime": int(time.time()),
-                "MsgKey": message["msg_key"],
-            },
-            "application/json",
-        )
+        answer = {"ActionStatus": "OK", "ErrorInfo": "", "ErrorCode": 0, "MsgTime": message["msg_time"]}
+        return 200, {**answer, "MsgKey": message["msg_key"]}, "application/json"
 
     def _outage(self, query: dict[str, str]) -> Response | None:
         sdk_app_id = query.get("sdkappid", "")
@@ -280,3 +256,23 @@ class FakeTencentIm(LoopbackFake):
             "<h1>Messages received by the fake Tencent IM</h1><table border=1 cellpadding=4>"
             f"<tr><th>from</th><th>to</th><th>type</th><th>status</th><th>msg</th></tr>{rows}</table>"
         )
+
+
+def _received(body: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
+    """A sendmsg the fake accepted, as it keeps it: who to whom, the custom message, and its own key and time."""
+    content = body["MsgBody"][0]["MsgContent"]
+    return {
+        "from": body["From_Account"],
+        "to": body["To_Account"],
+        "msg_random": body["MsgRandom"],
+        "sync_other_machine": body.get("SyncOtherMachine", 1),
+        "send_msg_control": body.get("SendMsgControl", []),
+        "desc": content["Desc"],
+        "ext": content["Ext"],
+        "data": json.loads(content["Data"]),
+        "msg_key": f"{int(time.time())}_{uuid.uuid4().hex[:8]}",
+        "msg_time": int(time.time()),
+        "received_at_ms": time.time_ns() // 1_000_000,
+        "sdk_app_id": int(query["sdkappid"]),
+        "usersig": query["usersig"],
+    }

@@ -141,6 +141,24 @@ def create_app() -> FastAPI:
         response.headers["x-request-id"] = request.state.request_id
         return response
 
+    _answer_errors(app)
+    app.add_middleware(ConfiguredCors)
+    app.include_router(health.router)
+
+    @app.get("/api/v1/docs", include_in_schema=False)
+    def api_reference() -> HTMLResponse:
+        from herald.api.reference import CSP, reference_page
+
+        return HTMLResponse(reference_page(app.openapi()), headers={"Content-Security-Policy": CSP})
+
+    routes = LazyRoutes(app)  # every bounded context's routes, each when a request first needs it
+    _document_400_not_422(app, routes.all)
+    return app
+
+
+def _answer_errors(app: FastAPI) -> None:
+    """The one error map: every failure a request can meet, as the envelope with its status (contract §0)."""
+
     @app.exception_handler(HeraldError)
     async def herald_error(request: Request, exc: HeraldError) -> Response:
         response = error_response(request, exc.code, exc.message, exc.reason, exc.details)
@@ -172,16 +190,3 @@ def create_app() -> FastAPI:
     async def unexpected_error(request: Request, exc: Exception) -> Response:
         logger.exception("unexpected error", path=request.url.path)
         return error_response(request, "INTERNAL", "internal error")
-
-    app.add_middleware(ConfiguredCors)
-    app.include_router(health.router)
-
-    @app.get("/api/v1/docs", include_in_schema=False)
-    def api_reference() -> HTMLResponse:
-        from herald.api.reference import CSP, reference_page
-
-        return HTMLResponse(reference_page(app.openapi()), headers={"Content-Security-Policy": CSP})
-
-    routes = LazyRoutes(app)  # every bounded context's routes, each when a request first needs it
-    _document_400_not_422(app, routes.all)
-    return app

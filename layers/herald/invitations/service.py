@@ -64,6 +64,24 @@ def validate_invitation_id(invitation_id: str) -> str:
     return invitation_id
 
 
+def _checked(inviter_user_id: str, invitation_type: InvitationType, target_user_id: str, agency_name: str) -> str:
+    """What an inviter asked for, refused where it can never be an invitation; the agency name as kept."""
+    if not USER_ID.fullmatch(target_user_id):
+        raise InvalidArgument("target_user_id must be a numeric user id")
+    if target_user_id == inviter_user_id:
+        raise InvalidArgument("cannot invite yourself")
+    agency_name = agency_name.strip()
+    if len(agency_name) > MAX_AGENCY_NAME:
+        raise InvalidArgument(f"agency_name is longer than {MAX_AGENCY_NAME} characters")
+    if agency_name and not AGENCY_NAME.fullmatch(agency_name):
+        raise InvalidArgument(
+            "agency_name may hold letters, digits, spaces and & ' . , ( ) - only", reason="agency_name_not_plain"
+        )
+    if invitation_type is InvitationType.AGENCY and not agency_name:
+        raise InvalidArgument("agency_name is required for an agency invitation")
+    return agency_name
+
+
 class Invitations:
     def __init__(self, store: InvitationStore, ttl_ms: int, caps: PendingCaps, clock: Clock = now_ms) -> None:
         self._store = store
@@ -79,19 +97,7 @@ class Invitations:
         target_user_id: str,
         agency_name: str,
     ) -> Invitation:
-        if not USER_ID.fullmatch(target_user_id):
-            raise InvalidArgument("target_user_id must be a numeric user id")
-        if target_user_id == inviter_user_id:
-            raise InvalidArgument("cannot invite yourself")
-        agency_name = agency_name.strip()
-        if len(agency_name) > MAX_AGENCY_NAME:
-            raise InvalidArgument(f"agency_name is longer than {MAX_AGENCY_NAME} characters")
-        if agency_name and not AGENCY_NAME.fullmatch(agency_name):
-            raise InvalidArgument(
-                "agency_name may hold letters, digits, spaces and & ' . , ( ) - only", reason="agency_name_not_plain"
-            )
-        if invitation_type is InvitationType.AGENCY and not agency_name:
-            raise InvalidArgument("agency_name is required for an agency invitation")
+        agency_name = _checked(inviter_user_id, invitation_type, target_user_id, agency_name)
         now = self._clock()
         invitation = Invitation(
             app_code=app_code,
