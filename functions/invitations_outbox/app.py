@@ -7,7 +7,7 @@ with permanent_imports():
 
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from herald.invitations.handlers import on_invitation_change
+    from herald.confirms.handlers import on_invitation_change
     from herald.observability import logger
     from herald.workers import process_stream
 

@@ -28,7 +28,7 @@ import uvicorn
 from herald_ops.local_files import write_private
 from herald_ops.template import StackTemplate
 
-from herald.owners.models import OWNER_CAPABILITY
+from herald.auth.models import OWNER_CAPABILITY
 from herald_client import ServiceClient
 from herald_dev import moto_patches
 from herald_dev.config import LocalCloudConfig

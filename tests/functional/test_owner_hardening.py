@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from herald.confirms.owners.wiring import registration_store
 from herald.confirms.wiring import confirm_operations
 from herald.container import current
-from herald.owners.wiring import registration_store
 from tests.functional.test_confirms_repair import api, clock, run_janitor
 from tests.functional.test_owner_services import (
     RECEIVER,

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from herald.auth.service_keys import ServiceKeys
-from herald.owners.callbacks import command_webhook_id
+from herald.confirms.owners.callbacks import command_webhook_id
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.functional.test_abuse_limits import start_of_a_window
 from tests.functional.test_confirms_repair import LEASE_MS, api, clock, run_janitor

@@ -14,12 +14,12 @@ from pynamodb.attributes import TTLAttribute
 from pynamodb.models import Model
 
 from herald.auth.dynamo import ServiceKeyRow
+from herald.confirms.owners.dynamo import RegistrationRow
 from herald.confirms.rows import ConfirmBusinessRow, ConfirmRow, ConfirmSourceRow, DeliveryRow
 from herald.events.rows import CardRow, EventRecordRow, HeadRow, JobRow
 from herald.inbox.dynamo import CounterRow, DedupRow, NotificationRow, PreferencesRow, TombstoneRow
 from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow
 from herald.limits.dynamo import BucketRow, WindowRow
-from herald.owners.dynamo import RegistrationRow
 from herald.realtime.dynamo import ConnectionRow
 from herald.tenants.dynamo import TenantRow
 from herald.turns.dynamo import AgentRow, EventRow, MessageRow, SessionRow

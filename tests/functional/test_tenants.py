@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from herald.api.app import create_app
+from herald.auth.models import OWNER_CAPABILITY
 from herald.auth.service_keys import ServiceKeys
 from herald.events.wiring import event_store
-from herald.owners.models import OWNER_CAPABILITY
 from herald.providers.tencent_im import verify_user_sig
 from herald.tenants.models import FeishuApp, TencentImApp
 from herald.tenants.wiring import tenants

@@ -18,7 +18,7 @@ import pytest
 
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
-from herald.owners.callbacks import command_webhook_id
+from herald.confirms.owners.callbacks import command_webhook_id
 from tests.integration.test_confirms_local_cloud import Client, im_messages, new_user
 from tests.support.local_cloud import REPO, LocalCloudProcess
 from tests.support.owner import LoopbackOwner

@@ -382,8 +382,9 @@ class LoadRun:
         """The operator's runbook for an UNKNOWN job Herald left to one (past Feishu's uuid window, or out of
         tries): look in Feishu for the card; found, record it as sent with its message id; not found, requeue
         it. Jobs Herald is still settling are left to it."""
-        from herald.events.jobs import DispatchPolicy, JobStatus
+        from herald.events.jobs import JobStatus
         from herald.events.operations import EventOperations
+        from herald.events.policy import DispatchPolicy
 
         operations = EventOperations(self._events_store(), DispatchPolicy())
         blocked = [

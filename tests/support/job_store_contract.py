@@ -14,10 +14,11 @@ from typing import Protocol
 import pytest
 
 from herald.events.cards import CardMessage, CardWrite
-from herald.events.jobs import EVIDENCE_LINES, SUPERSEDED_AT_ONCE, Job, JobStatus, StaleJob, superseded_run
+from herald.events.jobs import EVIDENCE_LINES, Job, JobStatus, Outcome, StaleJob, resolution
 from herald.events.models import DuplicateEvent, ExternalEvent, Lane, Target
 from herald.events.nudges import OverdueJobs
 from herald.events.operations import OperationsStore
+from herald.events.policy import SUPERSEDED_AT_ONCE, superseded_run
 from herald.events.ports import DispatchStore
 from herald.events.service import IntakeStore
 
@@ -81,7 +82,7 @@ class JobStoreContract:
             store.append(elsewhere, dataclasses.replace(event("e1"), target=other), lambda: NOW)
         running = self.claimed_and_marked(store, first)
         done = self.commit(
-            store, running, running.completed(JobStatus.SUCCEEDED, "sent", "om_1", NOW, NOW), advance=True
+            store, running, running.completed(JobStatus.SUCCEEDED, Outcome.SENT, "om_1", NOW, NOW), advance=True
         )
         assert (store.head(ops.key).done_seq, store.head(elsewhere.key).done_seq) == (1, 0)
         assert store.waiting(elsewhere.key, 0, 10) == [there] and done.job_id == f"{service}/{TARGET.key}:1"
@@ -182,7 +183,7 @@ class JobStoreContract:
     ) -> None:
         (job,) = self.append(store, service, event("e1", "card-1", 1))
         marked = self.claimed_and_marked(store, job)
-        done = marked.completed(JobStatus.SUCCEEDED, "sent", "om_1", NOW + 9, NOW + 9 + RETENTION_MS)
+        done = marked.completed(JobStatus.SUCCEEDED, Outcome.SENT, "om_1", NOW + 9, NOW + 9 + RETENTION_MS)
         card = CardWrite(service, "card-1", TARGET, CardMessage("om_1", 1, job.content_hash), None)
         self.commit(store, marked, done, NOW + 9, card=card, advance=True)
         assert done.expires_at_s == (NOW + 9 + RETENTION_MS) // 1000 and done.finished_at_ms == NOW + 9
@@ -194,12 +195,12 @@ class JobStoreContract:
     ) -> None:
         first, second = self.append(store, service, event("e1", "card-1", 2), event("e2"))
         marked = self.claimed_and_marked(store, second)
-        early = marked.completed(JobStatus.SUCCEEDED, "sent", "om_2", NOW + 9, NOW + RETENTION_MS)
+        early = marked.completed(JobStatus.SUCCEEDED, Outcome.SENT, "om_2", NOW + 9, NOW + RETENTION_MS)
         with pytest.raises(StaleJob):  # job 1 is not finished: the cursor is not at 1
             store.commit(marked, early, NOW + 9, advance=True)
         assert store.job(service, 2) == marked and store.head(service).done_seq == 0
         marked = self.claimed_and_marked(store, first)
-        done = marked.completed(JobStatus.SUCCEEDED, "sent", "om_1", NOW + 9, NOW + RETENTION_MS)
+        done = marked.completed(JobStatus.SUCCEEDED, Outcome.SENT, "om_1", NOW + 9, NOW + RETENTION_MS)
         moved = CardWrite(service, "card-1", TARGET, CardMessage("om_1", 2, first.content_hash), expected_revision=1)
         with pytest.raises(StaleJob):  # the mapping shows no revision 1
             store.commit(marked, done, NOW + 9, card=moved, advance=True)
@@ -211,8 +212,8 @@ class JobStoreContract:
         (job,) = self.append(store, service, event("e1"))
         marked = self.claimed_and_marked(store, job)
         unknown = self.commit(store, marked, marked.unknown("no answer", NOW + 5, None, 0), NOW + 5)
-        resolution = {"action": "requeue", "by": "alice", "at_ms": NOW + 7, "from": "unknown", "note": ""}
-        requeued = self.commit(store, unknown, unknown.resolved(JobStatus.QUEUED, resolution, NOW + 7, None), NOW + 7)
+        requeue = resolution("requeue", "alice", NOW + 7, was=JobStatus.UNKNOWN, note="")
+        requeued = self.commit(store, unknown, unknown.resolved(JobStatus.QUEUED, requeue, NOW + 7, None), NOW + 7)
         assert (requeued.generation, requeued.attempts, requeued.attempt_id, requeued.outcome) == (
             1,
             0,
@@ -230,8 +231,8 @@ class JobStoreContract:
         (job,) = self.append(store, service, event("e1", "card-1", 3))
         marked = self.claimed_and_marked(store, job)
         unknown = self.commit(store, marked, marked.unknown("no answer", NOW + 5, None, 0), NOW + 5)
-        resolution = {"action": "sent", "by": "bob", "at_ms": NOW + 7, "from": "unknown", "message_id": "om_9"}
-        sent = unknown.resolved(JobStatus.SUCCEEDED, resolution, NOW + 7, NOW + 7 + RETENTION_MS)
+        found = resolution("sent", "bob", NOW + 7, was=JobStatus.UNKNOWN, message_id="om_9")
+        sent = unknown.resolved(JobStatus.SUCCEEDED, found, NOW + 7, NOW + 7 + RETENTION_MS)
         card = CardWrite(service, "card-1", TARGET, CardMessage("om_9", 3, job.content_hash), None)
         self.commit(store, unknown, sent, NOW + 7, card=card)
         assert (sent.message_id, sent.outcome, sent.finished_at_ms) == ("om_9", "resolved_sent", NOW + 7)
@@ -245,9 +246,9 @@ class JobStoreContract:
         (job,) = self.append(store, service, event("e1"))
         marked = self.claimed_and_marked(store, job)
         failed = self.commit(store, marked, marked.failed("refused", NOW + 5, None), NOW + 5)
-        skip = {"action": "skip", "by": "alice", "at_ms": NOW + 7, "from": "failed", "note": "gone"}
+        skip = resolution("skip", "alice", NOW + 7, was=JobStatus.FAILED, note="gone")
         skipped = self.commit(store, failed, failed.resolved(JobStatus.SKIPPED, skip, NOW + 7, NOW + RETENTION_MS))
-        requeue = {"action": "requeue", "by": "bob", "at_ms": NOW + 8, "from": "failed", "note": ""}
+        requeue = resolution("requeue", "bob", NOW + 8, was=JobStatus.FAILED, note="")
         with pytest.raises(StaleJob):
             store.commit(failed, failed.resolved(JobStatus.QUEUED, requeue, NOW + 8, None), NOW + 8)
         assert store.job(service, 1) == skipped

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from herald.events.dispatch import DrainResult, EventDispatcher
-from herald.events.jobs import SUPERSEDED_AT_ONCE, DispatchPolicy, JobStatus
+from herald.events.dispatch import EventDispatcher
+from herald.events.drained import DrainResult
+from herald.events.jobs import JobStatus
 from herald.events.models import Card, ExternalEvent
+from herald.events.policy import SUPERSEDED_AT_ONCE, DispatchPolicy
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
 from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey
@@ -69,7 +71,7 @@ class Herald:
         self.intake.accept(PartnerKey("svc", ALLOWED), event)
 
     def drain(self) -> DrainResult:
-        return self.dispatcher.drain("svc", lambda: 60_000)
+        return self.dispatcher.drain("svc", lambda: 60_000).result
 
     def status(self, seq: int) -> JobStatus:
         job = self.store.job("svc", seq)

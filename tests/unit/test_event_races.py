@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from herald.events.dispatch import DrainResult, EventDispatcher
-from herald.events.jobs import DispatchPolicy, JobStatus, StaleJob
+from herald.events.dispatch import EventDispatcher
+from herald.events.drained import DrainResult
+from herald.events.jobs import JobStatus, StaleJob
 from herald.events.models import Card, ExternalEvent
+from herald.events.policy import DispatchPolicy
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
 from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey
@@ -74,7 +76,7 @@ def test_an_event_stored_between_the_dispatchers_two_reads_is_delivered_in_the_s
 ) -> None:
     """The drain finds no job 1, then the intake commits job 1 before the drain reads the head."""
     store.before["head"] = [lambda: intake.accept(PartnerKey("svc", frozenset({"chat_id:oc_1"})), event("e1", "one"))]
-    assert dispatcher(store, feishu, clock).drain("svc", forever) is DrainResult.CAUGHT_UP
+    assert dispatcher(store, feishu, clock).drain("svc", forever).result is DrainResult.CAUGHT_UP
     assert feishu.sent == ["one"] and store.heads["svc"].done_seq == 1
 
 
@@ -88,7 +90,7 @@ def test_a_worker_whose_lease_ran_out_loses_the_job_to_the_next_and_the_card_is_
 
     def stall_then_b_takes_over() -> None:
         clock.advance(LEASE_MS + 1)
-        assert worker_b.drain("svc", forever) is DrainResult.CAUGHT_UP
+        assert worker_b.drain("svc", forever).result is DrainResult.CAUGHT_UP
 
     store.before["mark"] = [stall_then_b_takes_over]
     with pytest.raises(StaleJob):
@@ -101,19 +103,18 @@ def test_a_worker_whose_lease_ran_out_loses_the_job_to_the_next_and_the_card_is_
 def test_a_worker_inside_its_lease_is_not_taken_over(
     store: InMemoryJobStore, feishu: Feishu, clock: FakeClock, intake: EventIntake
 ) -> None:
-    """Worker B comes while A's lease holds: it waits (NotYet), and A delivers."""
-    from herald.events.dispatch import NotYet
+    """Worker B comes while A's lease holds: it waits, and A delivers."""
 
     intake.accept(PartnerKey("svc", frozenset({"chat_id:oc_1"})), event("e1", "one"))
     waited: list[int] = []
 
     def b_comes_too_early() -> None:
-        with pytest.raises(NotYet) as not_yet:
-            dispatcher(store, feishu, clock).drain("svc", forever)
-        waited.append(not_yet.value.delay_ms)
+        held = dispatcher(store, feishu, clock).drain("svc", forever)
+        assert held.result is DrainResult.WAITING
+        waited.append(held.retry_in_ms)
 
     store.before["mark"] = [b_comes_too_early]
-    assert dispatcher(store, feishu, clock).drain("svc", forever) is DrainResult.CAUGHT_UP
+    assert dispatcher(store, feishu, clock).drain("svc", forever).result is DrainResult.CAUGHT_UP
     assert feishu.sent == ["one"] and waited == [LEASE_MS]
 
 

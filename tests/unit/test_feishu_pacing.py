@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-from herald.events.dispatch import DrainResult, EventDispatcher
-from herald.events.jobs import DispatchPolicy, Job, JobStatus
+from herald.events.dispatch import EventDispatcher
+from herald.events.drained import DrainResult
+from herald.events.jobs import Job, JobStatus
 from herald.events.models import Card, ExternalEvent
 from herald.events.nudges import Nudge
 from herald.events.pacing import FeishuLimits, FeishuPace
+from herald.events.policy import DispatchPolicy
 from herald.events.service import EventIntake
 from herald.limits.governor import Bucket, Governor
 from herald.providers.feishu import FeishuError
@@ -81,7 +83,7 @@ def herald() -> Herald:
 def test_a_burst_to_one_chat_is_delivered_in_one_drain_at_the_chats_pace(herald: Herald) -> None:
     for n in range(20):
         herald.post(n)
-    assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
+    assert herald.dispatcher.drain("svc", lambda: 60_000).result is DrainResult.CAUGHT_UP
     times = [at for at, _ in herald.feishu.calls]
     assert len(times) == 20 and most_in_any_window(times) <= 5
     assert herald.clock.slept_ms >= 3_000  # 20 calls at 4.5 a second
@@ -90,7 +92,7 @@ def test_a_burst_to_one_chat_is_delivered_in_one_drain_at_the_chats_pace(herald:
 def test_a_rate_limit_answer_slows_the_chat_and_never_fails_the_job(herald: Herald) -> None:
     herald.post(1)
     herald.feishu.refusals = ["chat"] * 5  # more refusals than the job's attempts (2)
-    assert herald.dispatcher.drain("svc", lambda: 600_000) is DrainResult.CAUGHT_UP
+    assert herald.dispatcher.drain("svc", lambda: 600_000).result is DrainResult.CAUGHT_UP
     job = herald.store.job("svc", 1)
     assert job is not None and job.status is JobStatus.SUCCEEDED and job.attempts == 1
     assert herald.outcomes.count("throttled") == 5 and "failed" not in herald.outcomes
@@ -101,14 +103,14 @@ def test_a_rate_limit_answer_slows_the_chat_and_never_fails_the_job(herald: Hera
 def test_a_wait_longer_than_the_workers_time_hands_the_service_to_a_fresh_message(herald: Herald) -> None:
     herald.post(1)
     herald.post(2)
-    assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
+    assert herald.dispatcher.drain("svc", lambda: 60_000).result is DrainResult.CAUGHT_UP
     herald.post(3)
-    assert herald.dispatcher.drain("svc", lambda: 50) is DrainResult.PAUSED  # its token is 222 ms away
+    assert herald.dispatcher.drain("svc", lambda: 50).result is DrainResult.PAUSED  # its token is 222 ms away
     job = herald.store.job("svc", 3)
     assert job is not None and job.status is JobStatus.QUEUED and job.attempts == 0  # untouched
     (nudge,) = herald.nudges
     assert (nudge.lane, nudge.seq) == ("svc", 2) and nudge.why.startswith("paced-")
-    assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
+    assert herald.dispatcher.drain("svc", lambda: 60_000).result is DrainResult.CAUGHT_UP
 
 
 def test_chats_of_one_app_share_the_apps_pace_but_not_each_others(herald: Herald) -> None:
@@ -154,7 +156,7 @@ def test_a_delivery_reserves_its_moment_in_every_bucket_at_once_after_its_claim_
     )
     herald.post(1)
     herald.post(2)  # the same chat: its call waits for the chat's next moment
-    assert herald.dispatcher.drain("svc", lambda: 60_000) is DrainResult.CAUGHT_UP
+    assert herald.dispatcher.drain("svc", lambda: 60_000).result is DrainResult.CAUGHT_UP
     assert steps == ["claim", "tokens chat m s", "mark", "call", "complete"] * 2
     first_call, second_mark, second_call = times["call"][0], times["mark"][1], times["call"][1]
     assert second_call - first_call >= 1000 / (5 * 0.9)  # the chat's pace

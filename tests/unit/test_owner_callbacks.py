@@ -14,11 +14,11 @@ import pytest
 
 from herald.confirms.businesses import BusinessRefused
 from herald.confirms.models import Action, Confirm, ConfirmStatus, OwnerState
+from herald.confirms.owners.addresses import ForbiddenUrl, check_public, parse
+from herald.confirms.owners.callbacks import OwnerUnreachable, RemoteOwner, command_webhook_id
+from herald.confirms.owners.models import ROTATION_OVERLAP_MS, OwnerSpec, Registration
+from herald.confirms.owners.signing import InvalidSignature, new_secret, sign, verify
 from herald.errors import UpstreamError
-from herald.owners.addresses import ForbiddenUrl, check_public, parse
-from herald.owners.callbacks import OwnerUnreachable, RemoteOwner, command_webhook_id
-from herald.owners.models import ROTATION_OVERLAP_MS, OwnerSpec, Registration
-from herald.owners.signing import InvalidSignature, new_secret, sign, verify
 
 NOW_MS = 1_796_000_000_000
 # The Standard Webhooks reference library's test secret and message (libraries/python/tests).

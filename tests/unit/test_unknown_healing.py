@@ -9,10 +9,12 @@ from dataclasses import replace
 import pytest
 
 from herald.errors import DeliveryError
-from herald.events.dispatch import DrainResult, EventDispatcher, NotYet
-from herald.events.jobs import FEISHU_UUID_WINDOW_MS, DispatchPolicy, Job, JobStatus
+from herald.events.dispatch import EventDispatcher
+from herald.events.drained import Drained, DrainResult
+from herald.events.jobs import Job, JobStatus
 from herald.events.models import Card, ExternalEvent
 from herald.events.nudges import EventsJanitor, Nudge
+from herald.events.policy import FEISHU_UUID_WINDOW_MS, DispatchPolicy
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
 from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey
@@ -109,19 +111,28 @@ class Harness:
             on_outcome=lambda job, outcome: self.outcomes.append(outcome),
         )
 
-    def drain(self) -> DrainResult:
+    def drained(self) -> Drained:
         return self.dispatcher().drain("svc", lambda: 10**9)
+
+    def drain(self) -> DrainResult:
+        return self.drained().result
+
+    def waits(self) -> int:
+        """The lane must wait (its head is not due): in how long to ask again."""
+        drained = self.drained()
+        assert drained.result is DrainResult.WAITING, drained
+        return drained.retry_in_ms
 
     def job(self, seq: int = 1) -> Job:
         return self.store.jobs[("svc", seq)]
 
     def drain_until_settled(self, limit: int = 10) -> DrainResult:
-        """Drain, and after each NotYet wait out its delay (as the queue's hidden message would)."""
+        """Drain, and after each wait, wait out its delay (as the queue's hidden message would)."""
         for _ in range(limit):
-            try:
-                return self.drain()
-            except NotYet as waiting:
-                self.clock.advance(waiting.delay_ms)
+            drained = self.drained()
+            if drained.result is not DrainResult.WAITING:
+                return drained.result
+            self.clock.advance(drained.retry_in_ms)
         raise AssertionError("never settled")
 
 
@@ -136,8 +147,7 @@ def test_a_send_accepted_but_not_answered_is_resent_with_its_uuid_and_recorded_w
 ) -> None:
     herald.post("e1", "one")
     herald.feishu.next = [fault]
-    with pytest.raises(NotYet):  # unknown, and tried again after a backoff
-        herald.drain()
+    herald.waits()  # unknown, and tried again after a backoff
     unknown = herald.job()
     assert unknown.status is JobStatus.UNKNOWN and not unknown.awaiting_operator and unknown.next_settle_at_ms
     assert herald.drain_until_settled() is DrainResult.CAUGHT_UP
@@ -196,11 +206,8 @@ def test_past_feishus_uuid_window_the_job_is_not_resent_and_waits_for_an_operato
     herald.post("e1", "one")
     herald.post("e2", "two")
     herald.feishu.next = ["lost", "busy"]  # unclear, then Feishu is busy on the first resend
-    with pytest.raises(NotYet) as first:
-        herald.drain()
-    herald.clock.advance(first.value.delay_ms)
-    with pytest.raises(NotYet):
-        herald.drain()  # the first resend: not acted, so still unknown
+    herald.clock.advance(herald.waits())
+    herald.waits()  # the first resend: not acted, so still unknown
     herald.clock.advance(WINDOW_MS)  # the next try would come after the window closed
     assert herald.drain_until_settled() is DrainResult.BLOCKED
     job = herald.job()
@@ -233,8 +240,7 @@ def unknown_and_due(herald: Harness) -> None:
     """One job, sent but not answered: UNKNOWN, and due for its next try."""
     herald.post("e1", "one")
     herald.feishu.next = ["lost"]
-    with pytest.raises(NotYet):
-        herald.drain()
+    herald.waits()
     herald.clock.advance(60_000)
 
 
@@ -254,13 +260,11 @@ def test_two_workers_settling_the_same_job_resend_it_once(herald: Harness) -> No
     waited: list[int] = []
 
     def the_other_worker_comes_too() -> None:
-        with pytest.raises(NotYet) as held:
-            herald.drain()
-        waited.append(held.value.delay_ms)
+        waited.append(herald.waits())
 
     first = herald.dispatcher()
     herald.store.before["complete"] = [the_other_worker_comes_too]
-    assert first.drain("svc", lambda: 10**9) is DrainResult.CAUGHT_UP
+    assert first.drain("svc", lambda: 10**9).result is DrainResult.CAUGHT_UP
     assert herald.feishu.calls == ["send one", "send one"] and waited == [LEASE_MS]
 
 

@@ -38,8 +38,8 @@ import time
 from collections import deque
 from typing import Any
 
-from herald.events.models import RECEIVE_ID_TYPES
 from herald.providers.feishu import MESSAGES_PATH, TOKEN_PATH
+from herald.targets import RECEIVE_ID_TYPES
 from herald_dev.fakes._server import LoopbackFake, Request, Response
 from herald_dev.fakes.limits import EnforcedLimits
 

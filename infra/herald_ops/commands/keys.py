@@ -17,9 +17,9 @@ from herald_ops.commands.common import (
 from herald_ops.output import Listing, json_lines, record_text
 from herald_ops.stack import Stack
 
-from herald.auth.models import EVENT_ORDERS, SERVICE_ORDER
 from herald.clock import now_ms
 from herald.errors import HeraldError
+from herald.targets import EVENT_ORDERS, SERVICE_ORDER
 
 
 @click.group(help="service keys")

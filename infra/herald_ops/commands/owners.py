@@ -40,14 +40,14 @@ def _registrations(stack: Stack) -> Any:
 @click.option("--app", help="only this app_code")
 @stack_options
 def owners_list(app: str | None, **where: Any) -> int:
-    from herald.owners.models import view
+    from herald.confirms.owners.models import view
 
     print_rows([view(registration) for registration in _registrations(stack_of(**where)).all(app)], OWNERS)
     return 0
 
 
 def _set_enabled(business_type: str, app: str | None, enabled: bool, where: dict[str, Any]) -> int:
-    from herald.owners.models import view
+    from herald.confirms.owners.models import view
 
     stack = stack_of(**where)
     try:
@@ -80,7 +80,7 @@ def owners_enable(business_type: str, app: str | None, **where: Any) -> int:
 @app_option
 @stack_options
 def owners_release(business_type: str, confirmed: str, app: str | None, **where: Any) -> int:
-    from herald.owners.models import view
+    from herald.confirms.owners.models import view
 
     if confirmed != business_type:
         return refuse(f"releasing deletes the registration: pass --confirm {business_type}")
@@ -104,7 +104,7 @@ def owners_release(business_type: str, confirmed: str, app: str | None, **where:
 @stack_options
 def owners_transfer(business_type: str, to_service: str, app: str | None, **where: Any) -> int:
     from herald.auth.service_keys import validate_service_id
-    from herald.owners.models import view
+    from herald.confirms.owners.models import view
 
     stack = stack_of(**where)
     try:

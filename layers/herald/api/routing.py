@@ -14,11 +14,10 @@ from starlette.routing import BaseRoute
 
 @dataclass(frozen=True)
 class RouteGroup:
-    """One context's routers (attributes of `module`) and the path prefixes they serve."""
+    """One context's routers (`module:attribute`) and the path prefixes they serve: a path has one group."""
 
     prefixes: tuple[str, ...]
-    module: str
-    routers: tuple[str, ...] = ("router",)
+    routers: tuple[str, ...]
 
     def serves(self, path: str) -> bool:
         return any(path == prefix or path.startswith(prefix + "/") for prefix in self.prefixes)
@@ -27,17 +26,20 @@ class RouteGroup:
 # In the order their routes are matched and documented (confirms' deliveries before the owner routes that share
 # their prefix, as they were always included).
 ROUTE_GROUPS = (
-    RouteGroup(("/api/v1/me", "/internal/v1/whoami"), "herald.api.identity"),
-    RouteGroup(("/api/v1/role-invitations",), "herald.invitations.routes"),
+    RouteGroup(("/api/v1/me", "/internal/v1/whoami"), ("herald.api.identity:router",)),
+    RouteGroup(("/api/v1/role-invitations",), ("herald.invitations.routes:router",)),
+    RouteGroup(("/api/v1/message/action-confirms",), ("herald.confirms.routes:router",)),
     RouteGroup(
-        ("/api/v1/message/action-confirms", "/internal/v1/confirms"),
-        "herald.confirms.routes",
-        ("router", "internal_router"),
+        ("/internal/v1/confirms",), ("herald.confirms.routes:internal_router", "herald.confirms.owners.routes:router")
     ),
-    RouteGroup(("/internal/v1/confirms",), "herald.owners.routes"),
-    RouteGroup(("/api/v1/inbox", "/internal/v1/inbox"), "herald.inbox.routes", ("router", "producer_router")),
-    RouteGroup(("/events/external",), "herald.events.routes"),
-    RouteGroup(("/api/v1/sessions", "/internal/v1/sessions"), "herald.turns.routes", ("router", "engine_router")),
+    RouteGroup(
+        ("/api/v1/inbox", "/internal/v1/inbox"), ("herald.inbox.routes:router", "herald.inbox.routes:producer_router")
+    ),
+    RouteGroup(("/events/external",), ("herald.events.routes:router",)),
+    RouteGroup(
+        ("/api/v1/sessions", "/internal/v1/sessions"),
+        ("herald.turns.routes:router", "herald.turns.routes:engine_router"),
+    ),
 )
 
 
@@ -67,10 +69,9 @@ class LazyRoutes:
         with self._lock:
             if index in self._included:
                 return
-            group = self._groups[index]
-            module = importlib.import_module(group.module)
-            for name in group.routers:
-                self._app.include_router(getattr(module, name))
+            for router in self._groups[index].routers:
+                module, name = router.split(":")
+                self._app.include_router(getattr(importlib.import_module(module), name))
             routes: list[BaseRoute] = self._app.router.routes
             for route in routes:
                 self._order.setdefault(id(route), index)

@@ -10,9 +10,10 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from herald.auth.models import SERVICE_ORDER, ServiceKeyRecord
+from herald.auth.models import ServiceKeyRecord
 from herald.errors import NotFound
 from herald.tables import Database, IntAttribute, condition_failed, string_list
+from herald.targets import SERVICE_ORDER
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

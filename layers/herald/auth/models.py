@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from herald.errors import InvalidArgument, PermissionDenied
+from herald.targets import SERVICE_ORDER
 
-# How a service's external events are ordered: one lane for the whole service (contract §3, the default), or
-# one lane per target, lanes in parallel (opted into per key: `herald-ops keys create --order target`).
-SERVICE_ORDER = "service"
-TARGET_ORDER = "target"
-EVENT_ORDERS = (SERVICE_ORDER, TARGET_ORDER)
+# The one right that lets a service key register business types and ask for confirms (and cancel them). It is
+# granted only by name: a broader capability (`/internal/v1/confirms`, `/internal/v1`) reads deliveries but never
+# makes its holder an owner service.
+OWNER_CAPABILITY = "/internal/v1/confirms/owner"
 
 
 @dataclass(frozen=True)

@@ -21,18 +21,11 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol
 
-from herald.auth.models import (
-    EVENT_ORDERS,
-    SERVICE_ORDER,
-    TARGET_ORDER,
-    DeliveryScope,
-    ServiceCaller,
-    ServiceKeyRecord,
-)
+from herald.auth.models import DeliveryScope, ServiceCaller, ServiceKeyRecord
 from herald.clock import Clock, now_ms
 from herald.errors import InvalidArgument, NotFound, PermissionDenied, Unauthorized
-from herald.events.models import RECEIVE_ID_TYPES
 from herald.ids import APP_CODE_PATTERN, DEFAULT_APP_CODE
+from herald.targets import EVENT_ORDERS, RECEIVE_ID_TYPES, SERVICE_ORDER, TARGET_ORDER
 
 KEY_PREFIX = "hk"
 # A key's own per-target intake limit at most: Feishu's whole app takes 50 calls a second (a chat 5), so more

@@ -1,6 +1,6 @@
 """The business handler registry: a business is one implementation of `BusinessHandler`; routes, the state
 machine and the IM payload do not change. Businesses built into Herald (role invitations) are handlers in
-this process; every other one is an owner service registered at run time (`herald.owners`), reached by a
+this process; every other one is an owner service registered at run time (`herald.confirms.owners`), reached by a
 signed callback behind the same port."""
 
 from __future__ import annotations

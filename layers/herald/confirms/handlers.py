@@ -19,6 +19,17 @@ from herald.tenants.models import TenantPaused, waiting_for_tenant_s
 from herald.workers import PermanentFailure, QueueMessage, RetryLater, backoff_seconds
 
 
+def on_invitation_change(old: Image | None, new: Image | None) -> None:
+    """The invitations table's stream is the role-invitation business's outbox: each change of an invitation is
+    projected into its confirm (herald.confirms.role_invitation; claims and grants are not invitations)."""
+    from herald.confirms.role_invitation import project_invitation_change
+    from herald.invitations.dynamo import invitation_from_image
+
+    invitation = invitation_from_image(new) if new else None
+    if invitation is not None:
+        project_invitation_change(confirms(), invitation_from_image(old) if old else None, invitation)
+
+
 def on_confirm_change(old: Image | None, new: Image | None) -> None:
     """The confirms table's stream is the IM outbox: each push a change calls for goes on the queue."""
     after = confirm_from_image(new) if new else None

@@ -1,7 +1,8 @@
 """The confirm services' parts. Businesses are registered here, and so are the parts where owner services meet
-the confirm service (herald.owners.wiring holds those below it). A part imports what only it uses (the Tencent
-IM client, the invitations business, the click rules), so a worker that never builds it never loads them
-(cold start: the IM sender builds the delivery only)."""
+the confirm service (herald.confirms.owners.wiring holds the owners' parts below it: their store, where
+callbacks may go, the callers, the owner limits). A part imports what only it uses (the Tencent IM client, the
+invitations business, the click rules), so a worker that never builds it never loads them (cold start: the IM
+sender builds the delivery only)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from herald.container import Container, part
 if TYPE_CHECKING:
     from herald.confirms.businesses import BusinessRegistry
     from herald.confirms.operations import ConfirmOperations
+    from herald.confirms.owners.service import OwnerConfirms, Registrations
     from herald.confirms.service import Confirms
-    from herald.owners.service import OwnerConfirms, Registrations
     from herald.tenants.models import TencentImApp
     from herald.tenants.wiring import PerTenant
 
@@ -31,9 +32,9 @@ def confirm_store(c: Container) -> DynamoConfirmStore:
 def business_registry(c: Container) -> BusinessRegistry:
     """Role invitations in this process; every other business type is a registered owner service."""
     from herald.confirms.businesses import BusinessRegistry
+    from herald.confirms.owners.wiring import registered_owners
     from herald.confirms.role_invitation import RoleInvitationBusiness
     from herald.invitations.wiring import invitations
-    from herald.owners.wiring import registered_owners
 
     return BusinessRegistry([RoleInvitationBusiness(invitations(c))], owners=registered_owners(c))
 
@@ -48,8 +49,8 @@ def confirms(c: Container) -> Confirms:
 @part
 def registrations(c: Container) -> Registrations:
     """Owner services' registrations: a built-in business type is never theirs to take."""
-    from herald.owners.service import Registrations
-    from herald.owners.wiring import registration_store, url_policy
+    from herald.confirms.owners.service import Registrations
+    from herald.confirms.owners.wiring import registration_store, url_policy
 
     return Registrations(registration_store(c), url_policy(c), business_registry(c).built_in, clock=c.clock)
 
@@ -57,9 +58,9 @@ def registrations(c: Container) -> Registrations:
 @part
 def owner_confirms(c: Container) -> OwnerConfirms:
     """The confirm API an owner service calls (`/internal/v1/confirms/owner`), within the owner limits."""
+    from herald.confirms.owners.service import OwnerConfirms
+    from herald.confirms.owners.wiring import OwnerAdmission
     from herald.limits.wiring import rate_limiter
-    from herald.owners.service import OwnerConfirms
-    from herald.owners.wiring import OwnerAdmission
 
     return OwnerConfirms(registrations(c), confirms(c), OwnerAdmission(rate_limiter(c)), clock=c.clock)
 

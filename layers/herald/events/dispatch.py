@@ -18,39 +18,21 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from enum import StrEnum
-from typing import Any
 
 from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
 from herald.events.cards import CardDecision, CardMessage, CardWrite, card_write, decide_card
-from herald.events.jobs import DispatchPolicy, Job, JobStatus, StaleJob, superseded_run
+from herald.events.drained import Drained, DrainResult, NotYet, Step
+from herald.events.jobs import Job, JobStatus, Outcome, Resolution, StaleJob, resolution
 from herald.events.models import Lane
 from herald.events.nudges import Nudge
 from herald.events.pacing import Unpaced
+from herald.events.policy import DispatchPolicy, superseded_run
 from herald.events.ports import DispatchStore, Messenger, Pace, TargetPolicy
 
 OPERATOR_DECIDES = "an operator decides"
 COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newer one of the same card
-
-
-class NotYet(Exception):
-    """The lane has work that cannot run now; ask again after `delay_ms`."""
-
-    def __init__(self, reason: str, delay_ms: int) -> None:
-        super().__init__(reason)
-        self.delay_ms = max(0, delay_ms)
-
-
-class _WaitsForPace(Exception):
-    """The head job's call has no token within the worker's time: it is back in the queue, untried."""
-
-
-class DrainResult(StrEnum):
-    CAUGHT_UP = "caught_up"
-    BLOCKED = "blocked"
-    PAUSED = "paused"  # out of time after some jobs ran: a continuation nudge carries on
 
 
 class EventDispatcher:
@@ -79,9 +61,18 @@ class EventDispatcher:
         self._clock = clock
         self._on_outcome = on_outcome or (lambda job, outcome: None)
 
-    def drain(self, lane: str, remaining_ms: Callable[[], int], allowed: frozenset[str] | None = None) -> DrainResult:
+    def drain(self, lane: str, remaining_ms: Callable[[], int], allowed: frozenset[str] | None = None) -> Drained:
         if allowed is None:  # read once a drain (a worker reads it with its tenant): a narrowing applies from the next
             allowed = self._targets.allowed_targets(Lane.parse(lane).service_id)
+        try:
+            return Drained(self._run(lane, remaining_ms, allowed))
+        except NotYet as waiting:
+            return Drained(DrainResult.WAITING, waiting.delay_ms, str(waiting))
+        except budgets.OutOfTime as out:
+            return Drained(DrainResult.OUT_OF_TIME, reason=str(out))
+
+    def _run(self, lane: str, remaining_ms: Callable[[], int], allowed: frozenset[str]) -> DrainResult:
+        """The lane's jobs, head first, until it is caught up, blocked or paused (NotYet: it must wait)."""
         head = self._store.head(lane)
         cursor = started_at = head.done_seq
         while (job := self._next_unfinished(lane, cursor)) is not None:
@@ -103,28 +94,25 @@ class EventDispatcher:
             left = remaining_ms()
             if left < self._policy.reserve_ms:
                 return self._pause(lane, cursor, started_at, left)
-            try:
-                finished = self._attempt(job, allowed, remaining_ms)
-            except _WaitsForPace:
+            step = self._attempt(job, allowed, remaining_ms)
+            if step is Step.WAITS_FOR_PACE:
                 self._nudge(Nudge(lane, cursor, f"paced-{now}"))  # a fresh message waits on, in order
                 return DrainResult.PAUSED
-            if finished is None:  # moved by another first, or refused by Feishu's rate limit: read it again
-                continue
-            if not finished:
+            if step is Step.BLOCKS:
                 return DrainResult.BLOCKED
-            cursor = job.seq
+            if step is Step.FINISHED:
+                cursor = job.seq
         return DrainResult.CAUGHT_UP
 
-    def _attempt(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> bool | None:
-        """Claim the head job and try it: delivered or settled (True), blocking (False), or to be read again
-        (None). A settling try takes its pace before its claim (which marks it); a delivery reserves its
-        call's moment after its claim and is marked while it waits for it."""
+    def _attempt(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step:
+        """Claim the head job and try it. A settling try takes its pace before its claim (which marks it); a
+        delivery reserves its call's moment after its claim and is marked while it waits for it."""
         settling = job.status is JobStatus.UNKNOWN
         if settling and job.event.target.key in allowed and not self._paced(job, remaining_ms):
-            raise _WaitsForPace
+            return Step.WAITS_FOR_PACE
         claimed = self._claim(job, self._clock())
         if claimed is None:  # another worker (or an operator) moved it first
-            return None
+            return Step.AGAIN
         return self._settle(claimed, allowed) if settling else self._deliver(claimed, allowed, remaining_ms)
 
     # ------------------------------------------------------------------ the head job
@@ -200,15 +188,15 @@ class EventDispatcher:
             return None
 
     # ------------------------------------------------------------------ one attempt
-    def _deliver(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> bool | None:
-        """One attempt of the head job: True when it finished (the head moved past it), False when it blocks,
-        None when Feishu's rate limit refused it (back in the queue, its attempt given back); _WaitsForPace
-        when its call's tokens are further away than the worker's time (back in the queue, untried)."""
+    def _deliver(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step:
+        """One attempt of the head job: AGAIN when Feishu's rate limit refused it (back in the queue, its attempt
+        given back); WAITS_FOR_PACE when its call's moment is further away than the worker's time."""
         if job.event.target.key not in allowed:
-            return self._complete(job, JobStatus.REJECTED, "target_not_allowed", "", None)
+            return self._complete(job, JobStatus.REJECTED, Outcome.TARGET_NOT_ALLOWED, "", None)
         current, decision = self._decision(job)
         if decision in (CardDecision.STALE, CardDecision.SAME):
-            return self._complete(job, JobStatus.SUCCEEDED, str(decision), current.message_id if current else "", None)
+            shown = current.message_id if current else ""
+            return self._complete(job, JobStatus.SUCCEEDED, Outcome(str(decision)), shown, None)
         if decision is CardDecision.CONFLICT:
             return self._fail(job, job.conflict)
         try:
@@ -218,7 +206,7 @@ class EventDispatcher:
         marked: list[Job] = []  # while its moment is waited for: only waking up comes between it and the call
         if not self._paced(job, remaining_ms, lambda: self._mark(job, marked)):  # back in the queue, untried
             self._store.commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
-            raise _WaitsForPace
+            return Step.WAITS_FOR_PACE
         job = marked[0]
         try:
             message_id, outcome = self._write_card(job, decision, current)
@@ -227,24 +215,24 @@ class EventDispatcher:
                 return self._unknown_after_answer(job, f"{decision.call} not answered as done: {exc}", decision)
             if exc.throttled:
                 self._throttled(job, exc)
-                return None
+                return Step.AGAIN
             return self._not_done(job, exc)
         except Exception as exc:
             self._left_behind(job, f"interrupted after its side effect was marked: {exc!r}", decision)
             raise
         return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card_write(job, message_id, current))
 
-    def _write_card(self, job: Job, decision: CardDecision, current: CardMessage | None) -> tuple[str, str]:
+    def _write_card(self, job: Job, decision: CardDecision, current: CardMessage | None) -> tuple[str, Outcome]:
         """The side effect itself: the card's update (its message exists) or a send with the job's uuid.
         Returns the message id and the outcome."""
         event = job.event
         if decision is CardDecision.UPDATE and current is not None:
             self._messenger.update_card(current.message_id, event.card())
-            return current.message_id, "updated"
+            return current.message_id, Outcome.UPDATED
         target = event.target
         return self._messenger.send_card(
             target.receive_id_type, target.receive_id, event.card(), job.feishu_uuid
-        ), "sent"
+        ), Outcome.SENT
 
     def _decision(self, job: Job) -> tuple[CardMessage | None, CardDecision]:
         """What the job's card calls for, given where its card id was delivered (a one-off event: a send)."""
@@ -255,16 +243,16 @@ class EventDispatcher:
         return current, decide_card(current, event.revision, job.content_hash)
 
     # ------------------------------------------------------------------ settling an unknown job
-    def _settle(self, job: Job, allowed: frozenset[str]) -> bool:
+    def _settle(self, job: Job, allowed: frozenset[str]) -> Step:
         """One try at settling an unknown job, taken back to running (its lane is blocked behind it, so
-        its card's mapping is as its first attempt left it): True when it is settled, else it is unknown
+        its card's mapping is as its first attempt left it): FINISHED when it is settled, else it is unknown
         again, to be tried later (NotYet) or left to an operator."""
         if job.event.target.key not in allowed:
             return self._unknown_for_operator(job, "its target is no longer allowed for the service: not tried again")
         current, decision = self._decision(job)
         if decision in (CardDecision.STALE, CardDecision.SAME):
             message_id = current.message_id if current else ""
-            return self._settled(job, str(decision), message_id, None, "the card already shows this revision")
+            return self._settled(job, Outcome(str(decision)), message_id, None, "the card already shows this revision")
         if decision is CardDecision.CONFLICT:
             return self._unknown_for_operator(job, job.conflict)
         if decision is CardDecision.SEND and (closed := self._policy.resend_window_closed(job, self._clock())):
@@ -285,24 +273,19 @@ class EventDispatcher:
         except Exception as exc:
             self._left_behind(job, f"interrupted while being settled: {exc!r}", decision)
             raise
-        if outcome == "updated":
+        if outcome is Outcome.UPDATED:
             how = f"revision {job.event.revision} written to message {message_id} again; Feishu answered done"
         else:
             how = f"sent again with uuid {job.feishu_uuid} inside Feishu's window; Feishu answered {message_id}"
         return self._settled(job, outcome, message_id, card_write(job, message_id, current), how)
 
-    def _settled(self, job: Job, outcome: str, message_id: str, card: CardWrite | None, evidence: str) -> bool:
+    def _settled(self, job: Job, outcome: Outcome, message_id: str, card: CardWrite | None, evidence: str) -> Step:
         """Settled by Herald: recorded on the job like an operator's resolution, by `herald`, with the evidence."""
-        resolution = {
-            "action": "settled",
-            "by": "herald",
-            "at_ms": self._clock(),
-            "from": str(JobStatus.UNKNOWN),
-            "note": evidence,
-            "message_id": message_id,
-        }
-        settled = self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card, resolution)
-        if settled:
+        settled_by = resolution(
+            "settled", "herald", self._clock(), was=JobStatus.UNKNOWN, note=evidence, message_id=message_id
+        )
+        settled = self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card, settled_by)
+        if settled is Step.FINISHED:
             self._on_outcome(job, "settled")
         return settled
 
@@ -311,18 +294,18 @@ class EventDispatcher:
         """Unknown after a crash or a timeout: Herald tries to settle it at once, where it can."""
         self._record_unknown(job, reason, *self._next_settle(job, self._clock(), decision))
 
-    def _unknown_after_answer(self, job: Job, reason: str, decision: CardDecision) -> bool:
+    def _unknown_after_answer(self, job: Job, reason: str, decision: CardDecision) -> Step:
         """Unknown after an answer that settled nothing: tried again after a backoff grown by its tries (a later
-        try comes back with this message: NotYet), or left to an operator (False)."""
+        try comes back with this message: NotYet), or left to an operator (BLOCKS)."""
         settle_at = self._clock() + self._policy.backoff_ms(job.settle_tries + 1)
         if settle_at := self._record_unknown(job, reason, *self._next_settle(job, settle_at, decision)):
             raise NotYet(f"job {job.job_id} is unknown; Herald tries to settle it again", settle_at - self._clock())
-        return False
+        return Step.BLOCKS
 
-    def _unknown_for_operator(self, job: Job, reason: str) -> bool:
+    def _unknown_for_operator(self, job: Job, reason: str) -> Step:
         """Unknown, and nothing Herald could try would prove what happened."""
         self._record_unknown(job, reason, 0, OPERATOR_DECIDES)
-        return False
+        return Step.BLOCKS
 
     def _next_settle(self, job: Job, at: int, decision: CardDecision | None) -> tuple[int, str]:
         """When Herald tries to settle the job next (`at`), or 0 and why not: out of tries, or a resend would
@@ -343,7 +326,7 @@ class EventDispatcher:
         return settle_at
 
     # ------------------------------------------------------------------ not delivered, or finished
-    def _not_done(self, job: Job, exc: DeliveryError) -> bool:
+    def _not_done(self, job: Job, exc: DeliveryError) -> Step:
         """The provider did not act: retry with backoff while it may succeed and attempts remain."""
         if not exc.retryable:
             return self._fail(job, str(exc))
@@ -360,23 +343,23 @@ class EventDispatcher:
         self._store.commit(job, job.throttled(str(exc)), now)
         self._on_outcome(job, "throttled")
 
-    def _fail(self, job: Job, reason: str) -> bool:
+    def _fail(self, job: Job, reason: str) -> Step:
         now = self._clock()
         self._store.commit(job, job.failed(reason, now, self._policy.blocked_expiry(now)), now)
         self._on_outcome(job, str(JobStatus.FAILED))
-        return False
+        return Step.BLOCKS
 
     def _complete(
         self,
         job: Job,
         status: JobStatus,
-        outcome: str,
+        outcome: Outcome,
         message_id: str,
         card: CardWrite | None,
-        resolution: dict[str, Any] | None = None,
-    ) -> bool:
+        settled_by: Resolution | None = None,
+    ) -> Step:
         now = self._clock()
-        done = job.completed(status, outcome, message_id, now, now + self._policy.retention_ms, resolution)
+        done = job.completed(status, outcome, message_id, now, now + self._policy.retention_ms, settled_by)
         try:
             self._store.commit(job, done, now, card=card, advance=True)
         except StaleJob:
@@ -386,4 +369,4 @@ class EventDispatcher:
             # went out, but what the card now shows is not known here.
             return self._unknown_for_operator(job, f"delivered as {message_id}; the card mapping changed meanwhile")
         self._on_outcome(job, outcome)
-        return True
+        return Step.FINISHED

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from herald import budgets
 from herald.auth.wiring import service_keys
 from herald.dynamo import Image
-from herald.events.dispatch import NotYet
+from herald.events.drained import DrainResult
 from herald.events.models import Lane
 from herald.events.nudges import Nudge, nudges_for
 from herald.events.rows import job_from_image
@@ -33,14 +34,16 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
     scope = service_keys().delivery_scope(Lane.parse(lane).service_id)  # its keys' tenant ("": the stack's app)
     tenant = scope.tenant
     try:
-        result = dispatcher_for()(tenant).drain(lane, remaining_ms, scope.targets)
+        drained = dispatcher_for()(tenant).drain(lane, remaining_ms, scope.targets)
     except TenantPaused as exc:  # a disabled tenant's lanes wait, untried, until it is enabled again
         raise RetryLater(str(exc), waiting_for_tenant_s(record.receive_count)) from exc
-    except NotYet as exc:
+    if drained.result is DrainResult.WAITING:
         if tenant:
             count_for_tenant("EventsRetriedByTenant", tenant)
-        raise RetryLater(str(exc), exc.delay_ms / 1000) from exc
-    logger.info("lane drained", lane=lane, result=str(result))
+        raise RetryLater(drained.reason, drained.retry_in_ms / 1000)
+    if drained.result is DrainResult.OUT_OF_TIME:
+        raise budgets.OutOfTime(drained.reason)  # back in the queue at once, untried
+    logger.info("lane drained", lane=lane, result=str(drained.result))
 
 
 def nudge_overdue_jobs() -> int:

@@ -23,19 +23,9 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
-from herald import budgets
-from herald.clock import utc_text
 from herald.events.models import ExternalEvent, Lane, format_job_id
-
-MAX_BACKOFF_MS = 300_000
-
-
-# Feishu im/v1/messages create: "requests holding the same uuid succeed in sending at most one message
-# within 1 hour" (持有相同uuid的请求1小时内至多成功发送一条消息).
-FEISHU_UUID_WINDOW_MS = 3_600_000
-UUID_WINDOW_MARGIN_MS = 300_000  # Herald's clock and Feishu's may disagree by this much
 
 
 class JobStatus(StrEnum):
@@ -86,6 +76,71 @@ ERROR_CHARS = 1000  # the stored cause of a retry or a block
 EVIDENCE_CHARS = 500  # one line of evidence
 
 
+class Outcome(StrEnum):
+    """How a job ended, as recorded on it (and counted as the metric `ExternalEvent_<outcome>`)."""
+
+    NONE = ""
+    SENT = "sent"
+    UPDATED = "updated"
+    STALE_REVISION = "stale_revision"  # a newer revision already shows: nothing written
+    SAME_REVISION = "same_revision"  # this very revision already shows: nothing written
+    TARGET_NOT_ALLOWED = "target_not_allowed"
+    SUPERSEDED = "superseded"
+    RESOLVED_SENT = "resolved_sent"
+    RESOLVED_REQUEUE = "resolved_requeue"
+    RESOLVED_SKIP = "resolved_skip"
+
+    @classmethod
+    def resolved(cls, action: str) -> Outcome:
+        return cls(f"resolved_{action}")
+
+
+# Who moved a job on besides its attempts, when, and why: an operator's resolution, Herald's own settling of an
+# unknown job, or a newer revision of its card that replaced it. Stored as a map on the job, keys as here.
+Resolution = TypedDict(
+    "Resolution",
+    {
+        "action": str,
+        "by": str,
+        "at_ms": int,
+        "from": str,
+        "note": str,
+        "message_id": str,
+        "revision": int,
+        "job_id": str,
+    },
+    total=False,
+)
+
+
+def resolution(
+    action: str,
+    by: str,
+    at_ms: int,
+    *,
+    was: JobStatus | None = None,
+    note: str | None = None,
+    message_id: str = "",
+    replaced_by: Job | None = None,
+) -> Resolution:
+    """The one builder of a resolution: only the fields it has are recorded."""
+    record = Resolution(action=action, by=by, at_ms=at_ms)
+    if was is not None:
+        record["from"] = str(was)
+    if note is not None:
+        record["note"] = note
+    if message_id:
+        record["message_id"] = message_id
+    if replaced_by is not None:
+        record["revision"] = replaced_by.event.revision or 0
+        record["job_id"] = replaced_by.job_id
+    return record
+
+
+class StaleJob(Exception):
+    """The job changed since it was read (another worker, an operator): read it again."""
+
+
 class IllegalMove(RuntimeError):
     """A step JOB_TRANSITIONS does not allow: a bug, stopped before anything is written."""
 
@@ -108,12 +163,12 @@ class Job:
     marked_at_ms: int = 0  # set before the first external write of the current attempt
     next_attempt_at_ms: int = 0
     last_error: str = ""
-    outcome: str = ""  # sent | updated | stale_revision | same_revision | target_not_allowed | resolved_sent | ...
+    outcome: Outcome = Outcome.NONE
     message_id: str = ""
     finished_at_ms: int = 0
     blocked_at_ms: int = 0
     generation: int = 0  # bumped by each operator resolution
-    resolutions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    resolutions: tuple[Resolution, ...] = field(default_factory=tuple)
     first_marked_at_ms: int = 0  # the first mark of all its attempts: Feishu's uuid window runs from it
     settle_tries: int = 0  # Herald's tries at settling it while unknown
     next_settle_at_ms: int = 0  # unknown: when Herald tries to settle it next (0: an operator decides)
@@ -182,11 +237,11 @@ class Job:
     def completed(
         self,
         status: JobStatus,
-        outcome: str,
+        outcome: Outcome,
         message_id: str,
         now: int,
         expires_at_ms: int,
-        resolution: dict[str, Any] | None = None,
+        resolution: Resolution | None = None,
     ) -> Job:
         """Finished by its attempt (delivered, or rejected); settled by Herald when `resolution` says so."""
         return self._to(
@@ -203,13 +258,12 @@ class Job:
     def superseded(self, newer: Job, now: int, expires_at_ms: int) -> Job:
         """Not sent: `newer`, a later revision of the same card, is waiting behind it and is sent instead
         (contract §3: an older revision never overwrites a newer one, so nothing is lost by skipping it)."""
-        record = {"action": "superseded", "by": "herald", "at_ms": now, "revision": newer.event.revision}
         return self._to(
             JobStatus.SUPERSEDED,
-            outcome="superseded",
+            outcome=Outcome.SUPERSEDED,
             finished_at_ms=now,
             expires_at_s=expires_at_ms // 1000,
-            resolutions=(*self.resolutions, {**record, "job_id": newer.job_id}),
+            resolutions=(*self.resolutions, resolution("superseded", "herald", now, replaced_by=newer)),
         )
 
     @property
@@ -236,7 +290,7 @@ class Job:
         newest = max(same_card, key=lambda job: job.event.revision or 0, default=None)
         return newest if newest is not None and (newest.event.revision or 0) > (event.revision or 0) else None
 
-    def resolved(self, status: JobStatus, resolution: dict[str, Any], now: int, expires_at_ms: int | None) -> Job:
+    def resolved(self, status: JobStatus, resolution: Resolution, now: int, expires_at_ms: int | None) -> Job:
         """An operator's resolution of a blocked job: recorded, a new generation, no attempt in flight.
         Requeued, it starts its attempts afresh; finished, it expires after the retention."""
         message_id = str(resolution.get("message_id") or self.message_id)
@@ -245,7 +299,7 @@ class Job:
             attempts=0 if status is JobStatus.QUEUED else self.attempts,
             generation=self.generation + 1,
             resolutions=(*self.resolutions, resolution),
-            outcome=f"resolved_{resolution['action']}",
+            outcome=Outcome.resolved(resolution["action"]),
             message_id=message_id,
             attempt_id="",
             marked_at_ms=0,
@@ -341,57 +395,3 @@ class Guard:
         if any(value is not None and getattr(job, key) != value for key, value in expected.items()):
             return False
         return self.lease_ended_by_ms is None or (job.lock_until_ms < self.lease_ended_by_ms and not job.marked_at_ms)
-
-
-SUPERSEDED_AT_ONCE = 24  # jobs passed over in one transaction: two items each and the cursor, under its 100
-
-
-def superseded_run(head: Job, behind: Sequence[Job], now: int, expires_at_ms: int) -> list[tuple[Job, Job]]:
-    """The lane's head and the jobs right behind it (consecutive, at most SUPERSEDED_AT_ONCE) that a newer
-    revision of their card, waiting behind each, replaces: each with its superseded self. It stops at the first
-    job to be sent, so passing over the run keeps the lane's order."""
-    queue = [head, *behind]
-    run: list[tuple[Job, Job]] = []
-    for index, job in enumerate(queue[:SUPERSEDED_AT_ONCE]):
-        if index and job.seq != queue[index - 1].seq + 1:
-            break
-        newer = job.newest_revision_in(queue[index + 1 :])
-        if newer is None:
-            break
-        run.append((job, job.superseded(newer, now, expires_at_ms)))
-    return run
-
-
-class StaleJob(Exception):
-    """The job changed since it was read (another worker, an operator): read it again."""
-
-
-@dataclass(frozen=True)
-class DispatchPolicy:
-    lease_ms: int = budgets.EVENTS_LEASE_MS
-    max_attempts: int = budgets.EVENTS_MAX_ATTEMPTS
-    retry_base_ms: int = 2_000
-    reserve_ms: int = budgets.EVENTS_RESERVE_MS
-    retention_ms: int = 7 * 86_400_000
-    unknown_ttl_ms: int = 0  # 0: blocked jobs stay until an operator handles them
-    settle_attempts: int = 6  # tries at settling an unknown job, before an operator decides
-    send_dedup_window_ms: int = FEISHU_UUID_WINDOW_MS - UUID_WINDOW_MARGIN_MS
-
-    def backoff_ms(self, attempts: int) -> int:
-        return int(min(self.retry_base_ms * 2 ** max(0, attempts - 1), MAX_BACKOFF_MS))
-
-    def blocked_expiry(self, now: int) -> int | None:
-        return now + self.unknown_ttl_ms if self.unknown_ttl_ms > 0 else None
-
-    def resend_window_closed(self, job: Job, now: int) -> str:
-        """Why a resend could no longer be deduplicated by Feishu before it ends ("" while it can)."""
-        if not job.first_marked_at_ms:
-            return "no record of when it was first sent: a resend could deliver a second card"
-        closes = job.first_marked_at_ms + self.send_dedup_window_ms
-        if now + self.reserve_ms <= closes:
-            return ""
-        return (
-            f"first sent at {utc_text(job.first_marked_at_ms)}; Feishu's one-hour uuid window (less "
-            f"{UUID_WINDOW_MARGIN_MS // 60_000} min for clocks) closes at {utc_text(closes)}: a resend could deliver a "
-            "second card"
-        )

@@ -9,9 +9,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-# The kinds of Feishu receiver an event may target (the `receive_id_type` of im/v1/messages).
-RECEIVE_ID_TYPES = frozenset({"open_id", "user_id", "union_id", "email", "chat_id"})
-
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

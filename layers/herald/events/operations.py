@@ -8,8 +8,9 @@ from typing import Any, Protocol
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, NotFound
 from herald.events.cards import CardMessage, CardWrite, card_write
-from herald.events.jobs import JOB_TRANSITIONS, DispatchPolicy, Job, JobStatus, StaleJob
+from herald.events.jobs import JOB_TRANSITIONS, Job, JobStatus, StaleJob, resolution
 from herald.events.models import LaneHead, Target, parse_job_id
+from herald.events.policy import DispatchPolicy
 
 
 class OperationsStore(Protocol):
@@ -89,12 +90,10 @@ class EventOperations:
         message_id: str = "",
     ) -> Job:
         now = self._clock()
-        resolution = {"action": action, "by": by, "at_ms": now, "from": str(job.status), "note": note}
-        if message_id:
-            resolution["message_id"] = message_id
+        record = resolution(action, by, now, was=job.status, note=note, message_id=message_id)
         expires = now + self._policy.retention_ms if status.completed else None
         try:
-            return self._store.commit(job, job.resolved(status, resolution, now, expires), now, card=card)
+            return self._store.commit(job, job.resolved(status, record, now, expires), now, card=card)
         except StaleJob as exc:
             raise Conflict(f"job {job.job_id} changed meanwhile; look again", reason="job_changed") from exc
 

@@ -22,7 +22,7 @@ from pynamodb.attributes import BooleanAttribute, ListAttribute, MapAttribute, T
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from herald.events.jobs import Job, JobStatus
+from herald.events.jobs import Job, JobStatus, Outcome
 from herald.events.models import ExternalEvent, Target
 from herald.tables import IntAttribute, epoch_seconds, ttl
 
@@ -90,6 +90,7 @@ class JobRow(Model):
         stored = {name: getattr(self, name) for name in CHANGEABLE if name != "expires_at_s"}
         columns: dict[str, Any] = {name: value for name, value in stored.items() if value is not None}
         columns["status"] = JobStatus(self.status)
+        columns["outcome"] = Outcome(self.outcome or "")
         columns["resolutions"] = tuple(
             r.as_dict() if isinstance(r, MapAttribute) else r for r in self.resolutions or ()
         )
@@ -172,6 +173,7 @@ def columns_of(job: Job) -> dict[str, Any]:
     running ones under their lease's end, for the janitor."""
     columns = {name: getattr(job, name) for name in CHANGEABLE}
     columns["status"] = str(job.status)
+    columns["outcome"] = str(job.outcome)
     columns["resolutions"] = [dict(r) for r in job.resolutions]
     columns["evidence"] = list(job.evidence)
     columns["expires_at"] = ttl(columns.pop("expires_at_s")) if job.expires_at_s else None

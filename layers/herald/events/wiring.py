@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from herald.container import Container, part
 from herald.events.dispatch import EventDispatcher
 from herald.events.dynamo import DynamoEventStore
-from herald.events.jobs import DispatchPolicy
 from herald.events.nudges import EventsJanitor
 from herald.events.operations import EventOperations
 from herald.events.pacing import FeishuLimits, FeishuPace
+from herald.events.policy import DispatchPolicy
 from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
 from herald.limits.service import RateLimiter

@@ -1,6 +1,6 @@
 """Calls to owner services' callback URLs, guarded against server-side request forgery and slow owners.
 
-The host is resolved once per call and every address checked (`herald.owners.addresses`); the connection
+The host is resolved once per call and every address checked (`herald.confirms.owners.addresses`); the connection
 then goes to a checked address, with the URL's host name for the Host header and TLS (SNI and certificate),
 so a name cannot resolve to a public address for the check and a private one for the call. No redirect is
 followed and an answer larger than `max_answer_bytes` is not read.
@@ -19,8 +19,8 @@ import threading
 from types import TracebackType
 
 from herald import budgets
-from herald.owners.addresses import ForbiddenUrl, Target, UrlPolicy
-from herald.owners.callbacks import OwnerUnreachable
+from herald.confirms.owners.addresses import ForbiddenUrl, Target, UrlPolicy
+from herald.confirms.owners.callbacks import OwnerUnreachable
 
 
 class SocketResolver:

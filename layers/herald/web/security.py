@@ -8,13 +8,12 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from herald.auth.models import Principal, ServiceCaller
+from herald.auth.models import OWNER_CAPABILITY, Principal, ServiceCaller
 from herald.auth.tokens import principal_from_claims
 from herald.auth.wiring import jwt_verifier, service_keys
 from herald.container import current
 from herald.errors import PermissionDenied, Unauthorized
 from herald.limits.wiring import key_limit, rate_limiter, user_limit
-from herald.owners.models import OWNER_CAPABILITY
 from herald.tenants.wiring import tenants
 
 # How a service route documents its `app_code`.

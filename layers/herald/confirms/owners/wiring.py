@@ -1,20 +1,20 @@
-"""The owner services' parts below confirms: their registrations' store, where callbacks may go, the guarded
-callback transport (the confirm businesses they serve), and the owner limits. The parts that need the confirm
-service itself (the registrations' service, the owner confirm API) are composed in herald.confirms.wiring, so
-the two wirings import in one direction."""
+"""The owner services' parts below the confirm service (herald.confirms.wiring): their registrations' store,
+where callbacks may go, the guarded callback transport (the confirm businesses they serve), and the owner
+limits. The parts that need the confirm service itself (the registrations' service, the owner confirm API) are
+composed in herald.confirms.wiring, so the two wirings import in one direction."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from herald.confirms.owners.addresses import UrlPolicy
+from herald.confirms.owners.dynamo import DynamoRegistrationStore
 from herald.container import Container, part
 from herald.limits.service import RateLimiter
 from herald.limits.wiring import owner_limits
-from herald.owners.addresses import UrlPolicy
-from herald.owners.dynamo import DynamoRegistrationStore
 
 if TYPE_CHECKING:
-    from herald.owners.callbacks import RegisteredOwners
+    from herald.confirms.owners.callbacks import RegisteredOwners
 
 
 @part
@@ -37,7 +37,7 @@ def url_policy(c: Container) -> UrlPolicy:
 
 @part
 def registered_owners(c: Container) -> RegisteredOwners:
-    from herald.owners.callbacks import RegisteredOwners
+    from herald.confirms.owners.callbacks import RegisteredOwners
     from herald.providers.owner_http import GuardedTransport
 
     transport = GuardedTransport(url_policy(c), total_s=c.settings.owner_call_total_ms / 1000)

@@ -14,10 +14,8 @@ from typing import Protocol
 
 from herald.clock import Clock, now_ms
 from herald.confirms.models import Action, Button, Confirm, ConfirmDraft
-from herald.confirms.service import USER_ID, Confirms
-from herald.errors import Conflict, InvalidArgument, NotFound
-from herald.owners.addresses import ForbiddenUrl, UrlPolicy
-from herald.owners.models import (
+from herald.confirms.owners.addresses import ForbiddenUrl, UrlPolicy
+from herald.confirms.owners.models import (
     BUSINESS_ID,
     BUSINESS_TYPE,
     MAX_EXPIRY_S,
@@ -33,7 +31,9 @@ from herald.owners.models import (
     RegistrationExists,
     StaleRegistration,
 )
-from herald.owners.signing import new_secret
+from herald.confirms.owners.signing import new_secret
+from herald.confirms.service import USER_ID, Confirms
+from herald.errors import Conflict, InvalidArgument, NotFound
 from herald.plain_text import plain_text_problem
 
 SOURCE_PREFIX = "owner:"

@@ -17,10 +17,10 @@ from urllib.parse import urlencode
 from herald.clock import Clock, now_ms
 from herald.confirms.businesses import OWNER_REFUSED, BusinessHandler, BusinessRefused, OwnerSilent
 from herald.confirms.models import Action, Confirm, OwnerFact, OwnerState, view
+from herald.confirms.owners.addresses import request_target
+from herald.confirms.owners.models import Registration
+from herald.confirms.owners.signing import get_content, sign
 from herald.errors import UpstreamError
-from herald.owners.addresses import request_target
-from herald.owners.models import Registration
-from herald.owners.signing import get_content, sign
 
 ACTION = "confirm.action"
 EXPIRE = "confirm.expire"

@@ -17,10 +17,6 @@ MAX_EXPIRY_S = 30 * 86_400
 MAX_SUBTYPES = 32
 MAX_LABEL = 32
 MAX_TEXT = 512
-# The one right that lets a service key register business types and ask for confirms (and cancel them). It is
-# granted only by name: a broader capability (`/internal/v1/confirms`, `/internal/v1`) reads deliveries but never
-# makes its holder an owner service.
-OWNER_CAPABILITY = "/internal/v1/confirms/owner"
 # After a rotation the old secret still signs (beside the new one) this long: the owner deploys the new one.
 ROTATION_OVERLAP_MS = 24 * 3_600_000
 

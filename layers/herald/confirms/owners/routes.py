@@ -9,11 +9,18 @@ from fastapi import APIRouter, Query, Request
 from pydantic import ConfigDict, Field
 
 from herald.confirms.models import Action, Button, view
+from herald.confirms.owners.models import (
+    MAX_EXPIRY_S,
+    MAX_TEXT,
+    MIN_EXPIRY_S,
+    OwnerConfirmRequest,
+    OwnerSpec,
+    Registration,
+)
+from herald.confirms.owners.models import view as registration_view
 from herald.confirms.routes import ConfirmView
 from herald.confirms.wiring import owner_confirms, registrations
 from herald.ids import APP_CODE_PATTERN
-from herald.owners.models import MAX_EXPIRY_S, MAX_TEXT, MIN_EXPIRY_S, OwnerConfirmRequest, OwnerSpec, Registration
-from herald.owners.models import view as registration_view
 from herald.web.envelope import PARTNER, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.input import FreeFormJson
 from herald.web.security import TENANT, CurrentOwner

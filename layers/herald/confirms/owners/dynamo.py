@@ -11,8 +11,8 @@ from pynamodb.attributes import BooleanAttribute, ListAttribute, UnicodeAttribut
 from pynamodb.exceptions import DeleteError, PutError
 from pynamodb.models import Model
 
+from herald.confirms.owners.models import OwnerSpec, Registration, RegistrationExists, StaleRegistration
 from herald.confirms.rows import ButtonMap
-from herald.owners.models import OwnerSpec, Registration, RegistrationExists, StaleRegistration
 from herald.tables import Database, IntAttribute, condition_failed, string_list
 
 if TYPE_CHECKING:

@@ -1,0 +1,40 @@
+"""How a drain of one lane ends (`Drained`: its one answer), and how each attempt at its head job ends (`Step`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class NotYet(Exception):
+    """The lane has work that cannot run now; ask again after `delay_ms`."""
+
+    def __init__(self, reason: str, delay_ms: int) -> None:
+        super().__init__(reason)
+        self.delay_ms = max(0, delay_ms)
+
+
+class DrainResult(StrEnum):
+    CAUGHT_UP = "caught_up"
+    BLOCKED = "blocked"
+    PAUSED = "paused"  # out of time after some jobs ran, or waiting for the pace: a continuation nudge carries on
+    WAITING = "waiting"  # the head job is not due yet (its retry, its next settling, another's lease): ask again
+    OUT_OF_TIME = "out_of_time"  # no time left to claim the head job: nothing was tried, ask again at once
+
+
+@dataclass(frozen=True)
+class Drained:
+    """How a drain ended: its one answer (a WAITING lane says in how long to ask again, and why)."""
+
+    result: DrainResult
+    retry_in_ms: int = 0
+    reason: str = ""
+
+
+class Step(StrEnum):
+    """How one attempt at the head job ended."""
+
+    FINISHED = "finished"  # delivered, rejected or settled: the lane moves past it
+    BLOCKS = "blocks"  # failed, or unknown for an operator: the lane waits behind it
+    AGAIN = "again"  # moved by another first, or refused by Feishu's rate limit: read it again
+    WAITS_FOR_PACE = "waits_for_pace"  # its call has no moment within the worker's time: back in the queue, untried
