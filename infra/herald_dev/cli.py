@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import click
+from herald_ops.commands.common import run
 from herald_ops.stack import DEFAULT_TEMPLATE
 
 from herald.ids import DEFAULT_APP_CODE
@@ -112,17 +113,7 @@ for command in (local, backing, fake):
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code (2 for a usage error)."""
-    try:
-        result = cli.main(args=argv, prog_name="herald", standalone_mode=False)
-    except click.exceptions.Exit as done:
-        return done.exit_code
-    except click.ClickException as error:
-        error.show()
-        return error.exit_code
-    except click.exceptions.Abort:
-        print("aborted", file=sys.stderr)
-        return 1
-    return int(result or 0)
+    return run(cli, argv, "herald")
 
 
 if __name__ == "__main__":

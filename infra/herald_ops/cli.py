@@ -20,7 +20,7 @@ import sys
 
 import click
 from herald_ops.commands import confirms, dlq, events, keys, owners, preflight, tenants
-from herald_ops.commands.common import refuse
+from herald_ops.commands.common import refuse, run
 from herald_ops.stack import NoLocalCloud
 
 
@@ -37,18 +37,9 @@ cli.add_command(preflight.preflight_command)
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code (2 for a refusal or a usage error)."""
     try:
-        result = cli.main(args=argv, prog_name="herald-ops", standalone_mode=False)
-    except click.exceptions.Exit as done:
-        return done.exit_code
-    except click.ClickException as error:
-        error.show()
-        return error.exit_code
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 1
+        return run(cli, argv, "herald-ops")
     except NoLocalCloud as error:
         return refuse(str(error))
-    return int(result or 0)
 
 
 if __name__ == "__main__":

@@ -77,3 +77,18 @@ def print_rows(rows: list[dict[str, Any]], listing: Listing) -> None:
         click.echo(json_lines(rows) if as_json() else table(rows, listing, now_ms()))
     else:
         click.echo(f"# {listing.nothing}" if as_json() else listing.nothing, err=as_json())
+
+
+def run(group: click.Group, argv: list[str] | None, prog_name: str) -> int:
+    """Run one command of `group`; its exit code (2 for a refusal or a usage error, 1 when aborted)."""
+    try:
+        result = group.main(args=argv, prog_name=prog_name, standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    return int(result or 0)
