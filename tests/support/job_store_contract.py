@@ -14,12 +14,13 @@ from typing import Protocol
 import pytest
 
 from herald.events.cards import CardMessage, CardWrite
-from herald.events.jobs import EVIDENCE_LINES, Job, JobStatus, Outcome, StaleJob, resolution
+from herald.events.jobs import EVIDENCE_LINES, Job, JobStatus, StaleJob
 from herald.events.models import DuplicateEvent, ExternalEvent, Lane, Target
 from herald.events.nudges import OverdueJobs
 from herald.events.operations import OperationsStore
 from herald.events.policy import SUPERSEDED_AT_ONCE, superseded_run
 from herald.events.ports import DispatchStore
+from herald.events.records import Outcome, resolution
 from herald.events.service import IntakeStore
 
 NOW = 1_800_000_000_000
@@ -189,6 +190,20 @@ class JobStoreContract:
         assert done.expires_at_s == (NOW + 9 + RETENTION_MS) // 1000 and done.finished_at_ms == NOW + 9
         assert store.head(service).done_seq == 1
         assert store.card(service, "card-1", TARGET) == CardMessage("om_1", 1, job.content_hash)
+
+    def test_a_continuing_card_records_its_app_send_time_and_the_message_it_continues(
+        self, store: JobStore, service: str
+    ) -> None:
+        (job,) = self.append(store, service, event("e1", "card-1", 2))
+        marked = self.claimed_and_marked(store, job)
+        done = marked.completed(
+            JobStatus.SUCCEEDED, Outcome.CONTINUED, "om_2", NOW + 9, NOW + RETENTION_MS, continued_from="om_1"
+        )
+        shown = CardMessage("om_2", 2, job.content_hash, app_id="cli_tenant", sent_at_ms=NOW + 9)
+        self.commit(store, marked, done, NOW + 9, card=CardWrite(service, "card-1", TARGET, shown, None), advance=True)
+        assert store.card(service, "card-1", TARGET) == shown
+        stored = store.job(service, 1)
+        assert stored is not None and (stored.outcome, stored.continued_from) == (Outcome.CONTINUED, "om_1")
 
     def test_a_completion_lands_only_on_the_card_mapping_and_the_cursor_it_was_decided_from(
         self, store: JobStore, service: str

@@ -25,6 +25,8 @@ class Feishu:
         self.shown: dict[str, str] = {}
         self.calls: list[str] = []
 
+    app_id = "cli_stack"
+
     def tenant_access_token(self) -> str:
         return "token"
 

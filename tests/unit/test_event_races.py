@@ -29,6 +29,8 @@ class Feishu:
     def __init__(self) -> None:
         self.sent: list[str] = []
 
+    app_id = "cli_stack"
+
     def tenant_access_token(self) -> str:
         return "token"
 

@@ -33,6 +33,8 @@ class Feishu:
         self.calls: list[tuple[int, str]] = []
         self.refusals: list[str] = []
 
+    app_id = "cli_stack"
+
     def tenant_access_token(self) -> str:
         return "token"
 

@@ -2,7 +2,8 @@
 
 It checks what the real one checks for the three calls Herald makes — app credentials for the token, the
 bearer token, `receive_id_type`, an `interactive` message whose `content` is a JSON string, a PATCH only of a
-message it sent (and only of a shared card, `update_multi`) — and honours `uuid` as Feishu documents it: at
+message it sent (and only of a shared card, `update_multi`), never of a recalled one (230011) nor of one sent
+14 days ago or more (230031) — and honours `uuid` as Feishu documents it: at
 most one message per uuid within an hour (`uuid_window_s`), a resend answered with the message it sent.
 Every card it accepts is recorded with its revisions, so tests can check order and count, and `make dev`
 shows them arriving (log lines, and a page at its root).
@@ -15,10 +16,11 @@ Faults (tests): POST /__fake/faults with a list; each answers one matching reque
   {"op": "send"|"update", "hang": 6.0}                           done, but answered only after that many seconds
                                                                  (past the client's timeout: never answered)
   a fault with "receive_id": "oc_x" answers only a send to that chat or person (`herald fake feishu-fail`)
-and POST /__fake/chaos {"rate": 0.2, "seed": 7} answers that share of sends/updates with a rate limit (nothing
-done). POST /__fake/limits {"app_per_second": 50, "chat_per_second": 5, "latency_ms": 100} enforces Feishu's
-message limits as Feishu does (over the app's: HTTP 429 `99991400`; over one chat's or person's: `230020`;
-nothing done) and answers every send and update that late (benchmarks). GET /__fake/messages, GET
+POST /__fake/age {"message_id": "om_x", "days": 15} makes a message older, POST /__fake/recall {"message_id":
+"om_x"} recalls one; and POST /__fake/chaos {"rate": 0.2, "seed": 7} answers that share of sends/updates with a
+rate limit (nothing done). POST /__fake/limits {"app_per_second": 50, "chat_per_second": 5, "latency_ms": 100}
+enforces Feishu's message limits as Feishu does (over the app's: HTTP 429 `99991400`; over one chat's or person's:
+`230020`; nothing done) and answers every send and update that late (benchmarks). GET /__fake/messages, GET
 /__fake/stats (token requests, sends, updates, refusals by limit), DELETE /__fake/messages.
 
 Several apps (tenants): POST /__fake/apps {"app_id", "app_secret"} adds one; a token is its app's, and each
@@ -46,6 +48,9 @@ from herald_dev.fakes.limits import EnforcedLimits
 log = logging.getLogger("fake-feishu")
 
 _JSON = "application/json"
+
+
+EDIT_WINDOW_S = 14 * 86_400  # Feishu updates a card only within 14 days of its send
 
 
 def _error(code: int, msg: str, status: int = 400) -> Response:
@@ -111,6 +116,16 @@ class FakeFeishu(LoopbackFake):
             status = self.outages.get(app_id)
         return _error(status, "this app is out of service", status) if status else None
 
+    def age(self, message_id: str, days: float) -> None:
+        """The message was sent `days` earlier than it was (Feishu edits a card only within 14 days of its send)."""
+        with self._lock:
+            self.messages[message_id]["sent_at"] -= days * 86_400
+
+    def recall(self, message_id: str) -> None:
+        """Someone recalled the message: Feishu no longer edits it."""
+        with self._lock:
+            self.messages[message_id]["recalled"] = True
+
     def revoke_tokens(self) -> None:
         """Every issued token becomes invalid (as after a secret rotation)."""
         with self._lock:
@@ -162,6 +177,13 @@ class FakeFeishu(LoopbackFake):
         if request.path == "/__fake/outage" and request.method == "POST":
             outage = request.json() or {}
             self.set_outage(str(outage["app_id"]), int(outage.get("status", 0)))
+            return 200, {"ok": True}, _JSON
+        if request.path == "/__fake/age" and request.method == "POST":
+            aged = request.json() or {}
+            self.age(str(aged["message_id"]), float(aged.get("days", 15)))
+            return 200, {"ok": True}, _JSON
+        if request.path == "/__fake/recall" and request.method == "POST":
+            self.recall(str((request.json() or {})["message_id"]))
             return 200, {"ok": True}, _JSON
         if request.path == "/__fake/revoke-tokens" and request.method == "POST":
             self.revoke_tokens()
@@ -255,6 +277,7 @@ class FakeFeishu(LoopbackFake):
                 "uuid": uuid,
                 "cards": [card],
                 "app_id": app_id,
+                "sent_at": time.time(),
             }
             self.messages[message_id] = message
             if uuid:
@@ -293,6 +316,10 @@ class FakeFeishu(LoopbackFake):
             message = self.messages.get(message_id)
         if message is None or message["app_id"] != app_id:  # an app updates only the messages it sent
             return _error(230011, "message not found")
+        if message.get("recalled"):
+            return _error(230011, "the message was recalled")
+        if time.time() - message.get("sent_at", time.time()) >= EDIT_WINDOW_S:
+            return _error(230031, "the message was sent more than 14 days ago and can no longer be updated")
         if not all(c.get("config", {}).get("update_multi") for c in (message["cards"][0], card)):
             return _error(230099, "only shared cards (config.update_multi) can be updated")
         fault = self._take_fault("update")

@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import replace
 
 from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
-from herald.events.cards import CardDecision, CardMessage, CardWrite, card_write, decide_card
-from herald.events.drained import Drained, DrainResult, NotYet, Step
-from herald.events.jobs import Job, JobStatus, Outcome, Resolution, StaleJob, resolution
+from herald.events.cards import NOT_EDITABLE_CODES, CardDecision, CardMessage, CardWrite, card_write, decide_card
+from herald.events.drained import Drained, DrainResult, NotYet, Step, Written
+from herald.events.jobs import Job, JobStatus, StaleJob
 from herald.events.models import Lane
 from herald.events.nudges import Nudge
 from herald.events.pacing import Unpaced
 from herald.events.policy import DispatchPolicy, superseded_run
 from herald.events.ports import DispatchStore, Messenger, Pace, TargetPolicy
+from herald.events.records import Outcome, Resolution, resolution
 
 OPERATOR_DECIDES = "an operator decides"
 COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newer one of the same card
@@ -209,7 +211,7 @@ class EventDispatcher:
             return Step.WAITS_FOR_PACE
         job = marked[0]
         try:
-            message_id, outcome = self._write_card(job, decision, current)
+            written = self._write_card(job, decision, current)
         except DeliveryError as exc:
             if exc.maybe_delivered:
                 return self._unknown_after_answer(job, f"{decision.call} not answered as done: {exc}", decision)
@@ -220,19 +222,31 @@ class EventDispatcher:
         except Exception as exc:
             self._left_behind(job, f"interrupted after its side effect was marked: {exc!r}", decision)
             raise
-        return self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card_write(job, message_id, current))
+        mapping = self._mapping(job, written, current)
+        return self._complete(job, JobStatus.SUCCEEDED, written.outcome, written.message_id, mapping, written=written)
 
-    def _write_card(self, job: Job, decision: CardDecision, current: CardMessage | None) -> tuple[str, Outcome]:
-        """The side effect itself: the card's update (its message exists) or a send with the job's uuid.
-        Returns the message id and the outcome."""
+    def _write_card(self, job: Job, decision: CardDecision, current: CardMessage | None) -> Written:
+        """The side effect itself: the card's update, or a send with the job's uuid: a new card, or one that
+        continues a message Feishu no longer edits (known before, or said by its answer to the update)."""
         event = job.event
         if decision is CardDecision.UPDATE and current is not None:
-            self._messenger.update_card(current.message_id, event.card())
-            return current.message_id, Outcome.UPDATED
-        target = event.target
-        return self._messenger.send_card(
-            target.receive_id_type, target.receive_id, event.card(), job.feishu_uuid
-        ), Outcome.SENT
+            try:
+                self._messenger.update_card(current.message_id, event.card())
+                return Written(current.message_id, Outcome.UPDATED)
+            except DeliveryError as exc:
+                if exc.code not in NOT_EDITABLE_CODES:
+                    raise
+        target, card = event.target, event.card()
+        if current is not None:  # the message it shows cannot be updated: a new card continues it
+            card = replace(card, continues_from_ms=current.sent_at_ms)
+        message_id = self._messenger.send_card(target.receive_id_type, target.receive_id, card, job.feishu_uuid)
+        if current is None:
+            return Written(message_id, Outcome.SENT)
+        return Written(message_id, Outcome.CONTINUED, continued_from=current.message_id)
+
+    def _mapping(self, job: Job, written: Written, current: CardMessage | None) -> CardWrite | None:
+        """The card mapping a written card leaves: a new message is this app's, sent now."""
+        return card_write(job, written.message_id, current, sent_by=self._messenger.app_id, at_ms=self._clock())
 
     def _decision(self, job: Job) -> tuple[CardMessage | None, CardDecision]:
         """What the job's card calls for, given where its card id was delivered (a one-off event: a send)."""
@@ -240,7 +254,9 @@ class EventDispatcher:
         if event.card_id is None or event.revision is None:
             return None, CardDecision.SEND
         current = self._store.card(job.service_id, event.card_id, event.target)
-        return current, decide_card(current, event.revision, job.content_hash)
+        return current, decide_card(
+            current, event.revision, job.content_hash, app_id=self._messenger.app_id, now=self._clock()
+        )
 
     # ------------------------------------------------------------------ settling an unknown job
     def _settle(self, job: Job, allowed: frozenset[str]) -> Step:
@@ -252,17 +268,18 @@ class EventDispatcher:
         current, decision = self._decision(job)
         if decision in (CardDecision.STALE, CardDecision.SAME):
             message_id = current.message_id if current else ""
-            return self._settled(job, Outcome(str(decision)), message_id, None, "the card already shows this revision")
+            shown = Written(message_id, Outcome(str(decision)))
+            return self._settled(job, shown, None, "the card already shows this revision")
         if decision is CardDecision.CONFLICT:
             return self._unknown_for_operator(job, job.conflict)
-        if decision is CardDecision.SEND and (closed := self._policy.resend_window_closed(job, self._clock())):
+        if decision.sends and (closed := self._policy.resend_window_closed(job, self._clock())):
             return self._unknown_for_operator(job, f"not sent again: {closed}")
         try:
             self._messenger.tenant_access_token()
         except DeliveryError as exc:
             return self._unknown_after_answer(job, f"token request failed, nothing tried: {exc}", decision)
         try:
-            message_id, outcome = self._write_card(job, decision, current)
+            written = self._write_card(job, decision, current)
         except DeliveryError as exc:
             if exc.throttled:
                 self._pace.refused(job.event.target, exc.throttled)
@@ -273,18 +290,20 @@ class EventDispatcher:
         except Exception as exc:
             self._left_behind(job, f"interrupted while being settled: {exc!r}", decision)
             raise
-        if outcome is Outcome.UPDATED:
+        message_id = written.message_id
+        if written.outcome is Outcome.UPDATED:
             how = f"revision {job.event.revision} written to message {message_id} again; Feishu answered done"
         else:
             how = f"sent again with uuid {job.feishu_uuid} inside Feishu's window; Feishu answered {message_id}"
-        return self._settled(job, outcome, message_id, card_write(job, message_id, current), how)
+        return self._settled(job, written, self._mapping(job, written, current), how)
 
-    def _settled(self, job: Job, outcome: Outcome, message_id: str, card: CardWrite | None, evidence: str) -> Step:
+    def _settled(self, job: Job, written: Written, card: CardWrite | None, evidence: str) -> Step:
         """Settled by Herald: recorded on the job like an operator's resolution, by `herald`, with the evidence."""
+        message_id = written.message_id
         settled_by = resolution(
             "settled", "herald", self._clock(), was=JobStatus.UNKNOWN, note=evidence, message_id=message_id
         )
-        settled = self._complete(job, JobStatus.SUCCEEDED, outcome, message_id, card, settled_by)
+        settled = self._complete(job, JobStatus.SUCCEEDED, written.outcome, message_id, card, settled_by, written)
         if settled is Step.FINISHED:
             self._on_outcome(job, "settled")
         return settled
@@ -312,9 +331,7 @@ class EventDispatcher:
         fall outside Feishu's uuid window (`decision`, the side effect it was, is read when not given)."""
         if job.settle_tries >= self._policy.settle_attempts:
             return 0, f"not settled after {job.settle_tries} tries: {OPERATOR_DECIDES}"
-        if (decision or self._decision(job)[1]) is CardDecision.SEND and (
-            closed := self._policy.resend_window_closed(job, at)
-        ):
+        if (decision or self._decision(job)[1]).sends and (closed := self._policy.resend_window_closed(job, at)):
             return 0, f"{closed}; {OPERATOR_DECIDES}"
         return max(1, at), ""
 
@@ -357,9 +374,12 @@ class EventDispatcher:
         message_id: str,
         card: CardWrite | None,
         settled_by: Resolution | None = None,
+        written: Written | None = None,
     ) -> Step:
         now = self._clock()
-        done = job.completed(status, outcome, message_id, now, now + self._policy.retention_ms, settled_by)
+        continued_from = written.continued_from if written else ""
+        expires = now + self._policy.retention_ms
+        done = job.completed(status, outcome, message_id, now, expires, settled_by, continued_from=continued_from)
         try:
             self._store.commit(job, done, now, card=card, advance=True)
         except StaleJob:

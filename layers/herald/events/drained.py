@@ -1,9 +1,12 @@
-"""How a drain of one lane ends (`Drained`: its one answer), and how each attempt at its head job ends (`Step`)."""
+"""How a drain of one lane ends (`Drained`: its one answer), how each attempt at its head job ends (`Step`), and
+what its card's side effect did (`Written`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from herald.events.records import Outcome
 
 
 class NotYet(Exception):
@@ -38,3 +41,12 @@ class Step(StrEnum):
     BLOCKS = "blocks"  # failed, or unknown for an operator: the lane waits behind it
     AGAIN = "again"  # moved by another first, or refused by Feishu's rate limit: read it again
     WAITS_FOR_PACE = "waits_for_pace"  # its call has no moment within the worker's time: back in the queue, untried
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a card's side effect did: the message it went to, how, and the message a continuing card continues."""
+
+    message_id: str
+    outcome: Outcome
+    continued_from: str = ""

@@ -81,7 +81,9 @@ class DynamoEventStore:
             row = self._cards.get(card_pk(service_id, card_id, target), CARD, consistent_read=True)
         except self._cards.DoesNotExist:
             return None
-        return CardMessage(row.message_id, row.revision, row.content_hash)
+        return CardMessage(
+            row.message_id, row.revision, row.content_hash, app_id=row.app_id or "", sent_at_ms=row.sent_at_ms or 0
+        )
 
     def waiting(self, lane: str, after_seq: int, limit: int) -> list[Job]:
         jobs = self._jobs  # eventually consistent: a revision appended a moment ago is coalesced next time
@@ -246,6 +248,8 @@ class DynamoEventStore:
                 message_id=shown.message_id,
                 revision=shown.revision,
                 content_hash=shown.content_hash,
+                app_id=shown.app_id or None,
+                sent_at_ms=shown.sent_at_ms or None,
                 updated_at_ms=at_ms,
             )
             absent = card.expected_revision is None

@@ -23,9 +23,10 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any
 
 from herald.events.models import ExternalEvent, Lane, format_job_id
+from herald.events.records import Outcome, Resolution, resolution
 
 
 class JobStatus(StrEnum):
@@ -76,67 +77,6 @@ ERROR_CHARS = 1000  # the stored cause of a retry or a block
 EVIDENCE_CHARS = 500  # one line of evidence
 
 
-class Outcome(StrEnum):
-    """How a job ended, as recorded on it (and counted as the metric `ExternalEvent_<outcome>`)."""
-
-    NONE = ""
-    SENT = "sent"
-    UPDATED = "updated"
-    STALE_REVISION = "stale_revision"  # a newer revision already shows: nothing written
-    SAME_REVISION = "same_revision"  # this very revision already shows: nothing written
-    TARGET_NOT_ALLOWED = "target_not_allowed"
-    SUPERSEDED = "superseded"
-    RESOLVED_SENT = "resolved_sent"
-    RESOLVED_REQUEUE = "resolved_requeue"
-    RESOLVED_SKIP = "resolved_skip"
-
-    @classmethod
-    def resolved(cls, action: str) -> Outcome:
-        return cls(f"resolved_{action}")
-
-
-# Who moved a job on besides its attempts, when, and why: an operator's resolution, Herald's own settling of an
-# unknown job, or a newer revision of its card that replaced it. Stored as a map on the job, keys as here.
-Resolution = TypedDict(
-    "Resolution",
-    {
-        "action": str,
-        "by": str,
-        "at_ms": int,
-        "from": str,
-        "note": str,
-        "message_id": str,
-        "revision": int,
-        "job_id": str,
-    },
-    total=False,
-)
-
-
-def resolution(
-    action: str,
-    by: str,
-    at_ms: int,
-    *,
-    was: JobStatus | None = None,
-    note: str | None = None,
-    message_id: str = "",
-    replaced_by: Job | None = None,
-) -> Resolution:
-    """The one builder of a resolution: only the fields it has are recorded."""
-    record = Resolution(action=action, by=by, at_ms=at_ms)
-    if was is not None:
-        record["from"] = str(was)
-    if note is not None:
-        record["note"] = note
-    if message_id:
-        record["message_id"] = message_id
-    if replaced_by is not None:
-        record["revision"] = replaced_by.event.revision or 0
-        record["job_id"] = replaced_by.job_id
-    return record
-
-
 class StaleJob(Exception):
     """The job changed since it was read (another worker, an operator): read it again."""
 
@@ -165,6 +105,7 @@ class Job:
     last_error: str = ""
     outcome: Outcome = Outcome.NONE
     message_id: str = ""
+    continued_from: str = ""  # the message its card continued (Outcome.CONTINUED)
     finished_at_ms: int = 0
     blocked_at_ms: int = 0
     generation: int = 0  # bumped by each operator resolution
@@ -242,12 +183,14 @@ class Job:
         now: int,
         expires_at_ms: int,
         resolution: Resolution | None = None,
+        continued_from: str = "",
     ) -> Job:
         """Finished by its attempt (delivered, or rejected); settled by Herald when `resolution` says so."""
         return self._to(
             status,
             outcome=outcome,
             message_id=message_id,
+            continued_from=continued_from,
             finished_at_ms=now,
             expires_at_s=expires_at_ms // 1000,
             lock_until_ms=0,
@@ -263,7 +206,10 @@ class Job:
             outcome=Outcome.SUPERSEDED,
             finished_at_ms=now,
             expires_at_s=expires_at_ms // 1000,
-            resolutions=(*self.resolutions, resolution("superseded", "herald", now, replaced_by=newer)),
+            resolutions=(
+                *self.resolutions,
+                resolution("superseded", "herald", now, replaced_by=(newer.event.revision or 0, newer.job_id)),
+            ),
         )
 
     @property

@@ -98,6 +98,7 @@ class Card:
     summary: str
     event_type: str
     markdown: bool = False  # the summary as lark_md (links, mentions); otherwise shown as plain text
+    continues_from_ms: int | None = None  # a new card continuing one Feishu no longer edits, sent then (0: unknown)
 
 
 MAX_LANE_KEY = 300  # a service id (64) and a target key (200), with room to spare

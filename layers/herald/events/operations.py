@@ -8,9 +8,10 @@ from typing import Any, Protocol
 from herald.clock import Clock, now_ms
 from herald.errors import Conflict, NotFound
 from herald.events.cards import CardMessage, CardWrite, card_write
-from herald.events.jobs import JOB_TRANSITIONS, Job, JobStatus, StaleJob, resolution
+from herald.events.jobs import JOB_TRANSITIONS, Job, JobStatus, StaleJob
 from herald.events.models import LaneHead, Target, parse_job_id
 from herald.events.policy import DispatchPolicy
+from herald.events.records import resolution
 
 
 class OperationsStore(Protocol):
@@ -115,6 +116,7 @@ def describe(job: Job) -> dict[str, Any]:
         "why": job.last_error,
         "outcome": job.outcome,
         "message_id": job.message_id,
+        "continued_from": job.continued_from,  # the message whose card this one continues (Feishu stopped editing it)
         "received_at_ms": job.received_at_ms,
         "blocked_at_ms": job.blocked_at_ms,
         "marked_at_ms": job.marked_at_ms,

@@ -48,6 +48,8 @@ class TargetPolicy(Protocol):
 
 
 class Messenger(Protocol):
+    app_id: str  # the Feishu app it calls as: a card's message is updated only by the app that sent it
+
     def tenant_access_token(self) -> str: ...
 
     def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str: ...

@@ -22,8 +22,9 @@ from pynamodb.attributes import BooleanAttribute, ListAttribute, MapAttribute, T
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from herald.events.jobs import Job, JobStatus, Outcome
+from herald.events.jobs import Job, JobStatus
 from herald.events.models import ExternalEvent, Target
+from herald.events.records import Outcome
 from herald.tables import IntAttribute, epoch_seconds, ttl
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class JobRow(Model):
     last_error = UnicodeAttribute(null=True)
     outcome = UnicodeAttribute(null=True)
     message_id = UnicodeAttribute(null=True)
+    continued_from = UnicodeAttribute(null=True)
     finished_at_ms = IntAttribute(null=True)
     blocked_at_ms = IntAttribute(null=True)
     generation = IntAttribute(null=True)
@@ -138,6 +140,8 @@ class CardRow(Model):
     message_id = UnicodeAttribute()
     revision = IntAttribute()
     content_hash = UnicodeAttribute()
+    app_id = UnicodeAttribute(null=True)  # the Feishu app that sent the message (absent: recorded before it was kept)
+    sent_at_ms = IntAttribute(null=True)  # when the message was sent
     updated_at_ms = IntAttribute(null=True)
 
 

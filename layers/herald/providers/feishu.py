@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from herald import budgets
+from herald.clock import utc_date
 from herald.errors import DeliveryError
 from herald.events.models import Card
 from herald.providers import http
@@ -46,17 +47,7 @@ _TOKEN_REFRESH_MARGIN_S = 300
 
 
 class FeishuError(DeliveryError):
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool,
-        maybe_delivered: bool = False,
-        code: int | None = None,
-        throttled: str = "",
-    ) -> None:
-        super().__init__(message, retryable=retryable, maybe_delivered=maybe_delivered, throttled=throttled)
-        self.code = code
+    """Feishu refused or did not answer a call (its error code in `code`, where it gave one)."""
 
 
 def card_json(card: Card) -> dict[str, Any]:
@@ -73,8 +64,17 @@ def card_json(card: Card) -> dict[str, Any]:
                 "text": {"tag": "lark_md" if card.markdown else "plain_text", "content": card.summary or " "},
             },
             {"tag": "note", "elements": [{"tag": "plain_text", "content": f"{card.status} · {card.event_type}"}]},
+            *_continuation(card),
         ],
     }
+
+
+def _continuation(card: Card) -> list[dict[str, Any]]:
+    """A new card continuing one Feishu no longer edits says so, with the earlier card's date."""
+    if card.continues_from_ms is None:
+        return []
+    since = f" of {utc_date(card.continues_from_ms)}" if card.continues_from_ms else ""
+    return [{"tag": "note", "elements": [{"tag": "plain_text", "content": f"Continues the card{since}"}]}]
 
 
 def _content_string(card: Card) -> str:
