@@ -10,6 +10,7 @@ breaks a rule fails here."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -51,9 +52,15 @@ OUTSIDE_THE_DOMAIN = (
 )
 
 
-def imports_of(path: Path) -> set[str]:
+def imports_of(path: Path) -> frozenset[str]:
     """Every module a file imports, at its top or inside a function: `from a import b` names `a` and `a.b`."""
-    tree = ast.parse(path.read_text())
+    return _imports_in(path.read_text())
+
+
+@functools.cache
+def _imports_in(source: str) -> frozenset[str]:
+    """The imports of a source, parsed once a run however often the tests below ask."""
+    tree = ast.parse(source)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -61,7 +68,7 @@ def imports_of(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def module_name(path: Path, root: Path = HERALD.parent) -> str:
@@ -161,6 +168,7 @@ def drawing() -> list[set[str]]:
     return [set(re.split(r"\s{3,}", line.strip())[0].split()) for line in block.group(1).splitlines() if line.strip()]
 
 
+@functools.cache
 def folder_of(module: str) -> str:
     """The top folder of herald a module is in (KERNEL for the modules directly in herald/)."""
     parts = module.split(".")
