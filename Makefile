@@ -73,7 +73,7 @@ dev: $(STAMP)
 
 ## test: every test. First what the tests need, side by side (the venv, the npm installs, Chromium, SAM CLI, the
 ## client generator; each skipped when already there), then lint, the AWS build check and the clients side by
-## side, then three runs at once: the unit and functional tests spread over both cores, then the integration
+## side, then three runs at once: the unit and functional tests in three workers (the other runs often wait: their clouds, the soak's timeouts), then the integration
 ## tests on moto (their local clouds one at a time: each cloud's pollers take CPU, and timing tests must not
 ## starve); `make dev`'s tests (the README's, on its documented ports), the integration suite again on the second
 ## engines (DynamoDB Local for the tables, fauxqs for the queues), then the console's browser tests; and the crash
@@ -95,7 +95,7 @@ test-runs:
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration --durations=10 \
 		&& $(BIN)/pytest -m browser --durations=5; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
-	$(BIN)/pytest -m "$(IN_PROCESS)" -n 2 --durations=25 \
+	$(BIN)/pytest -m "$(IN_PROCESS)" -n 3 --durations=25 \
 		&& $(BIN)/pytest -m "integration and not crash" --durations=25; status=$$?; \
 	wait $$side; sided=$$?; \
 	echo "--- make dev's tests, the integration suite on DynamoDB Local + fauxqs, the console in Chromium"; \
