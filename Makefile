@@ -72,13 +72,13 @@ dev: $(STAMP)
 	$(BIN)/herald local --data-dir $(DEV_DATA) $(if $(FRESH),--fresh) $(if $(REQUEST_LOGS),--request-logs)
 
 ## test: every test. First what the tests need, side by side (the venv, the npm installs, Chromium, SAM CLI, the
-## client generator; each skipped when already there), then lint, the AWS build check and the clients side by
-## side, then three runs at once: the unit and functional tests in three workers (the other runs often wait: their clouds, the soak's timeouts), then the integration
-## tests on moto (their local clouds one at a time: each cloud's pollers take CPU, and timing tests must not
-## starve); `make dev`'s tests (the README's, on its documented ports), the integration suite again on the second
-## engines (DynamoDB Local for the tables, fauxqs for the queues), then the console's browser tests; and the crash
-## soak, which mostly waits for in-flight messages' visibility timeouts (as SQS would). The other runs' output
-## follows the first's.
+## client generator; each skipped when already there), then lint, the AWS build check and the clients side by side,
+## then three runs at once: the unit and functional tests in three workers (the other runs often wait on their
+## clouds and the soak's timeouts), then the integration tests on moto (their local clouds one at a time: each
+## cloud's pollers take CPU, and timing tests must not starve); `make dev`'s tests (the README's, on its documented
+## ports), the integration suite again on the second engines (DynamoDB Local for the tables, fauxqs for the queues),
+## then the console's browser tests; and the crash soak, which mostly waits for in-flight messages' visibility
+## timeouts (as SQS would). The other runs' output follows the first's.
 ## `make integration-matrix` runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
 SIDE_LOG := .herald/make-dev-and-second-engines.log
