@@ -22,6 +22,7 @@ from tests.support.container import reconfigure
 from tests.support.events import EventsPipeline
 
 ACME_FEISHU = FeishuApp("cli_acme", "/herald/tenants/acme/feishu-secret")
+ACME_NEXT = FeishuApp("cli_acmenext", "/herald/tenants/acme/feishu-secret-next")
 TARGET = {"receive_id": "oc_ops", "receive_id_type": "chat_id"}
 
 
@@ -34,11 +35,19 @@ class Nightly:
         self.headers = {"Authorization": f"Bearer {key}"}
         self.events = events
 
-    def revision(self, revision: int) -> None:
+    def revision(self, revision: int, drain: bool = True) -> None:
         data = {"event_id": "nightly-build", "revision": revision, "title": f"rev {revision}", "status": "running"}
         body = {"event_id": f"nightly-{revision}", "event_type": "build", "data": {**data, "target": TARGET}}
+        self.post(body, drain)
+
+    def post_one_off(self, title: str) -> None:
+        data = {"title": title, "status": "done", "target": TARGET}
+        self.post({"event_id": f"one-off-{len(title)}", "event_type": "deploy", "data": data})
+
+    def post(self, body: dict[str, Any], drain: bool = True) -> None:
         assert self.api.post("/events/external", json=body, headers=self.headers).status_code == 202
-        self.events.drain()
+        if drain:
+            self.events.drain()
 
 
 @pytest.fixture
@@ -53,21 +62,54 @@ def messages(feishu: FakeFeishu) -> list[tuple[str, str, str]]:
     return [(entry["op"], entry["message_id"], entry["title"]) for entry in feishu.log]
 
 
-def test_a_tenant_that_registers_its_own_feishu_app_mid_life_gets_a_continuing_card_not_a_refused_update(
+def register(feishu: FakeFeishu, app: FeishuApp, secret: str) -> None:
+    """The tenant `acme` registers its own Feishu app `app` (its secret in SSM, the fake told of it)."""
+    feishu.add_app(app.app_id, secret)
+    boto3.client("ssm").put_parameter(Name=app.secret_parameter, Value=secret, Type="SecureString", Overwrite=True)
+    tenants().set("acme", "Acme", None, app)
+
+
+def test_a_tenant_that_registers_its_own_feishu_app_mid_life_updates_its_cards_through_the_app_that_sent_them(
     nightly: Nightly, feishu: FakeFeishu
 ) -> None:
     nightly.revision(1)
     (first,) = {message for _, message, _ in messages(feishu)}
-    feishu.add_app(ACME_FEISHU.app_id, "acme-secret")
-    boto3.client("ssm").put_parameter(Name=ACME_FEISHU.secret_parameter, Value="acme-secret", Type="SecureString")
-    tenants().set("acme", "Acme", None, ACME_FEISHU)
+    register(feishu, ACME_FEISHU, "acme-secret")
+    nightly.revision(2)
+    nightly.post_one_off("deploy done")
+    assert messages(feishu)[1:] == [("update", first, "rev 2"), ("send", feishu.log[2]["message_id"], "deploy done")]
+    assert [entry["app_id"] for entry in feishu.log] == [feishu.app_id, feishu.app_id, ACME_FEISHU.app_id]
+    second = event_store().job("nightly", 2)
+    assert second is not None and (second.status, second.outcome) == (JobStatus.SUCCEEDED, Outcome.UPDATED)
+    assert second.tenant == "acme"
+
+
+def test_a_card_whose_sending_app_is_no_longer_registered_continues_through_the_tenants_current_app(
+    nightly: Nightly, feishu: FakeFeishu
+) -> None:
+    register(feishu, ACME_FEISHU, "acme-secret")
+    nightly.revision(1)
+    (first,) = {message for _, message, _ in messages(feishu)}
+    register(feishu, ACME_NEXT, "next-secret")  # acme's first app is no longer Herald's to call as
     nightly.revision(2)
     nightly.revision(3)
-    ops = messages(feishu)
-    assert ops[0] == ("send", first, "rev 1") and [op for op, _, _ in ops[1:]] == ["send", "update"]
-    assert ops[1][1] == ops[2][1] != first and feishu.log[-1]["app_id"] == ACME_FEISHU.app_id
+    ops = [(op, message == first, title) for op, message, title in messages(feishu)]
+    assert ops == [("send", True, "rev 1"), ("send", False, "rev 2"), ("update", False, "rev 3")]
+    assert [entry["app_id"] for entry in feishu.log] == [ACME_FEISHU.app_id] + [ACME_NEXT.app_id] * 2
     second = event_store().job("nightly", 2)
     assert second is not None and (second.outcome, second.continued_from) == (Outcome.CONTINUED, first)
+
+
+def test_a_job_is_delivered_for_the_tenant_recorded_when_it_was_accepted_not_its_keys_now(
+    nightly: Nightly, feishu: FakeFeishu, service_keys: ServiceKeys
+) -> None:
+    register(feishu, ACME_FEISHU, "acme-secret")
+    nightly.revision(1, drain=False)  # accepted for acme, not yet delivered
+    for key in service_keys.list_keys("nightly"):
+        service_keys.revoke(key.key_id)
+    service_keys.create_key("nightly", ["/events/external"], ["globex"], targets=["chat_id:oc_ops"])
+    nightly.events.drain()
+    assert [entry["app_id"] for entry in feishu.log] == [ACME_FEISHU.app_id]
 
 
 @pytest.mark.parametrize("refusal", ["age", "recall"])

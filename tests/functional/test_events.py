@@ -173,7 +173,7 @@ def test_a_lane_too_contended_to_take_a_sequence_is_503_with_retry_after_and_sto
     (found by delivery_at_limits: twenty posters at once to one service got a 500)."""
 
     class ContendedStore(DynamoEventStore):
-        def _append_once(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
+        def _append_once(self, lane: Lane, event: ExternalEvent, clock: Clock, tenant: str) -> Job:
             raise Cancelled(frozenset())  # another poster's commit took the counter first, every time
 
     settings = current().settings

@@ -4,6 +4,7 @@ tests (settling unknown jobs, a card's life) drive."""
 from __future__ import annotations
 
 from herald.errors import DeliveryError
+from herald.events.apps import OneApp
 from herald.events.dispatch import EventDispatcher
 from herald.events.drained import Drained, DrainResult
 from herald.events.jobs import Job
@@ -109,7 +110,7 @@ class Harness:
         return EventDispatcher(
             self.store,
             FixedTargets(ALLOWED),
-            self.feishu,
+            OneApp(self.feishu),
             self.policy,
             nudge=lambda nudge: None,
             clock=self.clock,

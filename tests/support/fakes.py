@@ -351,14 +351,15 @@ class InMemoryJobStore:
             self.before[name].pop(0)()
 
     # intake
-    def append(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
+    def append(self, lane: Lane, event: ExternalEvent, clock: Clock, tenant: str = "") -> Job:
         self._hook("append")
         stored = self.events.get((lane.service_id, event.event_id))
         if stored is not None:
             raise DuplicateEvent(stored)
         head = self.heads.get(lane.key, LaneHead(lane.key))
         now = max(clock(), head.last_received_at_ms)
-        job = Job(lane.service_id, head.next_seq + 1, event, event.content_hash, now, by_target=bool(lane.target))
+        seq, by_target = head.next_seq + 1, bool(lane.target)
+        job = Job(lane.service_id, seq, event, event.content_hash, now, by_target=by_target, tenant=tenant)
         self.heads[lane.key] = dataclasses.replace(head, next_seq=job.seq, last_received_at_ms=now)
         self.events[(lane.service_id, event.event_id)] = StoredEvent(event.event_id, job.seq, job.content_hash, now)
         self.jobs[(lane.key, job.seq)] = job
@@ -467,6 +468,7 @@ class PartnerKey:
     allow_markdown: bool = False
     target_rate: int | None = None
     orders_by_target: bool = False
+    delivery_tenant: str = ""
 
 
 class AdmitAll:

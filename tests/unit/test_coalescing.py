@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from herald.events.apps import OneApp
 from herald.events.dispatch import EventDispatcher
 from herald.events.drained import DrainResult
 from herald.events.jobs import JobStatus
@@ -51,7 +52,7 @@ class Herald:
         self.dispatcher = EventDispatcher(
             self.store,
             FixedTargets(ALLOWED),
-            self.feishu,
+            OneApp(self.feishu),
             policy,
             nudge=lambda nudge: None,
             clock=self.clock,
@@ -179,7 +180,7 @@ def test_two_workers_draining_one_lane_at_once_pass_over_its_revisions_once_and_
     for revision in (1, 2, 3):
         herald.post("build", revision)
     other = EventDispatcher(
-        herald.store, FixedTargets(ALLOWED), herald.feishu, DispatchPolicy(reserve_ms=0), lambda nudge: None
+        herald.store, FixedTargets(ALLOWED), OneApp(herald.feishu), DispatchPolicy(reserve_ms=0), lambda nudge: None
     )
     # the other worker drains the lane between this one's read of the run and its write
     herald.store.before["supersede"] = [lambda: other.drain("svc", lambda: 60_000)]

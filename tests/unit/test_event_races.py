@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from herald.events.apps import OneApp
 from herald.events.dispatch import EventDispatcher
 from herald.events.drained import DrainResult
 from herald.events.jobs import JobStatus, StaleJob
@@ -65,7 +66,7 @@ def intake(store: InMemoryJobStore, clock: FakeClock) -> EventIntake:
 def dispatcher(store: InMemoryJobStore, feishu: Feishu, clock: FakeClock) -> EventDispatcher:
     policy = DispatchPolicy(lease_ms=LEASE_MS, reserve_ms=0)
     return EventDispatcher(
-        store, FixedTargets(frozenset({"chat_id:oc_1"})), feishu, policy, nudge=lambda nudge: None, clock=clock
+        store, FixedTargets(frozenset({"chat_id:oc_1"})), OneApp(feishu), policy, nudge=lambda nudge: None, clock=clock
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from herald.events.apps import OneApp
 from herald.events.dispatch import EventDispatcher
 from herald.events.drained import DrainResult
 from herald.events.jobs import Job, JobStatus
@@ -61,12 +62,11 @@ class Herald:
         self.dispatcher = EventDispatcher(
             self.store,
             FixedTargets(ALLOWED),
-            self.feishu,
+            OneApp(self.feishu, self.pace),
             DispatchPolicy(reserve_ms=0, max_attempts=2),
             nudge=self.nudges.append,
             clock=self.clock,
             on_outcome=lambda job, outcome: self.outcomes.append(outcome),
-            pace=self.pace,
         )
         self.intake = EventIntake(self.store, AdmitAll(), self.clock)
 
@@ -154,7 +154,7 @@ def test_a_delivery_reserves_its_moment_in_every_bucket_at_once_after_its_claim_
     pace = FeishuPace(Governor(Buckets(), herald.clock, herald.clock.sleep), "cli_app", FeishuLimits())
     feishu, policy = Calls(herald.clock), DispatchPolicy(reserve_ms=0)
     herald.dispatcher = EventDispatcher(
-        herald.store, FixedTargets(ALLOWED), feishu, policy, herald.nudges.append, herald.clock, pace=pace
+        herald.store, FixedTargets(ALLOWED), OneApp(feishu, pace), policy, herald.nudges.append, herald.clock
     )
     herald.post(1)
     herald.post(2)  # the same chat: its call waits for the chat's next moment

@@ -39,6 +39,12 @@ class ServiceCaller:
     orders_by_target: bool = False  # its events run in one lane per target
     refused_tenants: Mapping[str, PermissionDenied] = field(default_factory=dict)  # disabled or not registered
 
+    @property
+    def delivery_tenant(self) -> str:
+        """The tenant its external events are delivered for, decided when each is accepted: the key's one
+        app_code ("" when it holds several: the stack's apps deliver them)."""
+        return next(iter(self.app_codes)) if len(self.app_codes) == 1 else ""
+
     def tenant(self, requested: str | None) -> str:
         """The tenant a request acts for: the one named, if the key holds it (403 otherwise, before
         anything is looked up, so the answer never depends on what exists there); none named means the

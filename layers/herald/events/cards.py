@@ -31,6 +31,7 @@ class CardMessage:
     content_hash: str
     app_id: str = ""
     sent_at_ms: int = 0
+    tenant: str = ""  # the tenant it was sent for: the app is looked up among that tenant's
 
     def editable_by(self, app_id: str, now: int) -> bool:
         """Whether Feishu would let `app_id` update the message now: the app that sent it, within the window."""
@@ -84,7 +85,7 @@ class CardWrite:
 
 
 def card_write(
-    job: Job, message_id: str, current: CardMessage | None, *, sent_by: str = "", at_ms: int = 0
+    job: Job, message_id: str, current: CardMessage | None, *, sent_by: str = "", at_ms: int = 0, tenant: str = ""
 ) -> CardWrite | None:
     """The card mapping a delivered job leaves: none for a one-off event, or when `current` already shows a
     newer revision (the mapping stays). A new message records who sent it and when (`sent_by`, `at_ms`); an
@@ -95,8 +96,11 @@ def card_write(
     if current is not None and current.revision > event.revision:
         return None
     same_message = current is not None and current.message_id == message_id
-    app_id, sent_at_ms = (current.app_id, current.sent_at_ms) if current and same_message else (sent_by, at_ms)
-    shown = CardMessage(message_id, event.revision, job.content_hash, app_id=app_id, sent_at_ms=sent_at_ms)
+    kept = current if current is not None and same_message else None
+    app_id, sent_at_ms, sent_for = (kept.app_id, kept.sent_at_ms, kept.tenant) if kept else (sent_by, at_ms, tenant)
+    shown = CardMessage(
+        message_id, event.revision, job.content_hash, app_id=app_id, sent_at_ms=sent_at_ms, tenant=sent_for
+    )
     return CardWrite(
         service_id=job.service_id,
         card_id=event.card_id,

@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import replace
 
 from herald import budgets
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
-from herald.events.cards import NOT_EDITABLE_CODES, CardDecision, CardMessage, CardWrite, card_write, decide_card
+from herald.events.apps import FeishuApps, FeishuLink
+from herald.events.card_calls import CardCalls
+from herald.events.cards import CardDecision, CardWrite
 from herald.events.drained import Drained, DrainResult, NotYet, Step, Written
 from herald.events.jobs import Job, JobStatus, StaleJob
 from herald.events.models import Lane
 from herald.events.nudges import Nudge
-from herald.events.pacing import Unpaced
 from herald.events.policy import DispatchPolicy, superseded_run
-from herald.events.ports import DispatchStore, Messenger, Pace, TargetPolicy
+from herald.events.ports import DispatchStore, TargetPolicy
 from herald.events.records import Outcome, Resolution, resolution
 
 OPERATOR_DECIDES = "an operator decides"
@@ -47,17 +47,16 @@ class EventDispatcher:
         self,
         store: DispatchStore,
         targets: TargetPolicy,
-        messenger: Messenger,
+        apps: FeishuApps,
         policy: DispatchPolicy,
         nudge: Callable[[Nudge], None],
         clock: Clock = now_ms,
         on_outcome: Callable[[Job, str], None] | None = None,
-        pace: Pace | None = None,
     ) -> None:
-        self._pace = pace or Unpaced()
         self._store = store
         self._targets = targets
-        self._messenger = messenger
+        self._apps = apps
+        self._cards = CardCalls(store, apps, clock)
         self._policy = policy
         self._nudge = nudge
         self._clock = clock
@@ -69,7 +68,7 @@ class EventDispatcher:
         try:
             return Drained(self._run(lane, remaining_ms, allowed))
         except NotYet as waiting:
-            return Drained(DrainResult.WAITING, waiting.delay_ms, str(waiting))
+            return Drained(DrainResult.WAITING, waiting.delay_ms, str(waiting), waiting.tenant)
         except budgets.OutOfTime as out:
             return Drained(DrainResult.OUT_OF_TIME, reason=str(out))
 
@@ -110,7 +109,8 @@ class EventDispatcher:
         """Claim the head job and try it. A settling try takes its pace before its claim (which marks it); a
         delivery reserves its call's moment after its claim and is marked while it waits for it."""
         settling = job.status is JobStatus.UNKNOWN
-        if settling and job.event.target.key in allowed and not self._paced(job, remaining_ms):
+        tenant_app = self._apps.current(job.tenant, job.service_id)  # before the claim: a paused tenant waits
+        if settling and job.event.target.key in allowed and not self._paced(tenant_app, job, remaining_ms):
             return Step.WAITS_FOR_PACE
         claimed = self._claim(job, self._clock())
         if claimed is None:  # another worker (or an operator) moved it first
@@ -149,7 +149,7 @@ class EventDispatcher:
         }
         until, why = waits.get(job.status, (0, ""))
         if until > now:
-            raise NotYet(f"job {job.job_id} {why}", until - now)
+            raise NotYet(f"job {job.job_id} {why}", until - now, job.tenant)
 
     def _superseded(self, job: Job) -> int:
         """A queued card revision with a newer one of its card waiting behind it is not sent (the newer is, in
@@ -166,9 +166,16 @@ class EventDispatcher:
             self._on_outcome(passed, "superseded")
         return run[-1][0].seq if run else 0
 
-    def _paced(self, job: Job, remaining_ms: Callable[[], int], meanwhile: Callable[[], object] = lambda: None) -> bool:
-        """The call's moment reserved, `meanwhile` run, the moment come (waited for while the time allowed)."""
-        return not self._pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms, meanwhile)
+    def _paced(
+        self,
+        app: FeishuLink,
+        job: Job,
+        remaining_ms: Callable[[], int],
+        meanwhile: Callable[[], object] = lambda: None,
+    ) -> bool:
+        """The call's moment reserved in `app`'s pace, `meanwhile` run, the moment come (waited for while the time
+        allowed)."""
+        return not app.pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms, meanwhile)
 
     def _mark(self, job: Job, marked: list[Job]) -> None:
         at = self._clock()
@@ -195,68 +202,36 @@ class EventDispatcher:
         given back); WAITS_FOR_PACE when its call's moment is further away than the worker's time."""
         if job.event.target.key not in allowed:
             return self._complete(job, JobStatus.REJECTED, Outcome.TARGET_NOT_ALLOWED, "", None)
-        current, decision = self._decision(job)
+        plan = self._cards.plan(job)
+        current, decision = plan.current, plan.decision
         if decision in (CardDecision.STALE, CardDecision.SAME):
             shown = current.message_id if current else ""
             return self._complete(job, JobStatus.SUCCEEDED, Outcome(str(decision)), shown, None)
         if decision is CardDecision.CONFLICT:
             return self._fail(job, job.conflict)
         try:
-            self._messenger.tenant_access_token()  # before the mark: a token failure touches nothing
+            plan.first_call.messenger.tenant_access_token()  # before the mark: a token failure touches nothing
         except DeliveryError as exc:
             return self._not_done(job, exc)
         marked: list[Job] = []  # while its moment is waited for: only waking up comes between it and the call
-        if not self._paced(job, remaining_ms, lambda: self._mark(job, marked)):  # back in the queue, untried
+        if not self._paced(plan.first_call, job, remaining_ms, lambda: self._mark(job, marked)):  # untried
             self._store.commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
             return Step.WAITS_FOR_PACE
         job = marked[0]
         try:
-            written = self._write_card(job, decision, current)
+            written = self._cards.write(job, plan)
         except DeliveryError as exc:
             if exc.maybe_delivered:
                 return self._unknown_after_answer(job, f"{decision.call} not answered as done: {exc}", decision)
             if exc.throttled:
-                self._throttled(job, exc)
+                self._throttled(plan.first_call, job, exc)
                 return Step.AGAIN
             return self._not_done(job, exc)
         except Exception as exc:
             self._left_behind(job, f"interrupted after its side effect was marked: {exc!r}", decision)
             raise
-        mapping = self._mapping(job, written, current)
+        mapping = self._cards.mapping(job, written, plan)
         return self._complete(job, JobStatus.SUCCEEDED, written.outcome, written.message_id, mapping, written=written)
-
-    def _write_card(self, job: Job, decision: CardDecision, current: CardMessage | None) -> Written:
-        """The side effect itself: the card's update, or a send with the job's uuid: a new card, or one that
-        continues a message Feishu no longer edits (known before, or said by its answer to the update)."""
-        event = job.event
-        if decision is CardDecision.UPDATE and current is not None:
-            try:
-                self._messenger.update_card(current.message_id, event.card())
-                return Written(current.message_id, Outcome.UPDATED)
-            except DeliveryError as exc:
-                if exc.code not in NOT_EDITABLE_CODES:
-                    raise
-        target, card = event.target, event.card()
-        if current is not None:  # the message it shows cannot be updated: a new card continues it
-            card = replace(card, continues_from_ms=current.sent_at_ms)
-        message_id = self._messenger.send_card(target.receive_id_type, target.receive_id, card, job.feishu_uuid)
-        if current is None:
-            return Written(message_id, Outcome.SENT)
-        return Written(message_id, Outcome.CONTINUED, continued_from=current.message_id)
-
-    def _mapping(self, job: Job, written: Written, current: CardMessage | None) -> CardWrite | None:
-        """The card mapping a written card leaves: a new message is this app's, sent now."""
-        return card_write(job, written.message_id, current, sent_by=self._messenger.app_id, at_ms=self._clock())
-
-    def _decision(self, job: Job) -> tuple[CardMessage | None, CardDecision]:
-        """What the job's card calls for, given where its card id was delivered (a one-off event: a send)."""
-        event = job.event
-        if event.card_id is None or event.revision is None:
-            return None, CardDecision.SEND
-        current = self._store.card(job.service_id, event.card_id, event.target)
-        return current, decide_card(
-            current, event.revision, job.content_hash, app_id=self._messenger.app_id, now=self._clock()
-        )
 
     # ------------------------------------------------------------------ settling an unknown job
     def _settle(self, job: Job, allowed: frozenset[str]) -> Step:
@@ -265,7 +240,8 @@ class EventDispatcher:
         again, to be tried later (NotYet) or left to an operator."""
         if job.event.target.key not in allowed:
             return self._unknown_for_operator(job, "its target is no longer allowed for the service: not tried again")
-        current, decision = self._decision(job)
+        plan = self._cards.plan(job)
+        current, decision = plan.current, plan.decision
         if decision in (CardDecision.STALE, CardDecision.SAME):
             message_id = current.message_id if current else ""
             shown = Written(message_id, Outcome(str(decision)))
@@ -275,14 +251,14 @@ class EventDispatcher:
         if decision.sends and (closed := self._policy.resend_window_closed(job, self._clock())):
             return self._unknown_for_operator(job, f"not sent again: {closed}")
         try:
-            self._messenger.tenant_access_token()
+            plan.first_call.messenger.tenant_access_token()
         except DeliveryError as exc:
             return self._unknown_after_answer(job, f"token request failed, nothing tried: {exc}", decision)
         try:
-            written = self._write_card(job, decision, current)
+            written = self._cards.write(job, plan)
         except DeliveryError as exc:
             if exc.throttled:
-                self._pace.refused(job.event.target, exc.throttled)
+                plan.first_call.pace.refused(job.event.target, exc.throttled)
             reason = f"{decision.call} tried again: {exc}"
             if not exc.retryable and not exc.maybe_delivered:  # a clear "no" that says nothing of the first
                 return self._unknown_for_operator(job, reason)
@@ -295,7 +271,7 @@ class EventDispatcher:
             how = f"revision {job.event.revision} written to message {message_id} again; Feishu answered done"
         else:
             how = f"sent again with uuid {job.feishu_uuid} inside Feishu's window; Feishu answered {message_id}"
-        return self._settled(job, written, self._mapping(job, written, current), how)
+        return self._settled(job, written, self._cards.mapping(job, written, plan), how)
 
     def _settled(self, job: Job, written: Written, card: CardWrite | None, evidence: str) -> Step:
         """Settled by Herald: recorded on the job like an operator's resolution, by `herald`, with the evidence."""
@@ -318,7 +294,9 @@ class EventDispatcher:
         try comes back with this message: NotYet), or left to an operator (BLOCKS)."""
         settle_at = self._clock() + self._policy.backoff_ms(job.settle_tries + 1)
         if settle_at := self._record_unknown(job, reason, *self._next_settle(job, settle_at, decision)):
-            raise NotYet(f"job {job.job_id} is unknown; Herald tries to settle it again", settle_at - self._clock())
+            raise NotYet(
+                f"job {job.job_id} is unknown; Herald tries to settle it again", settle_at - self._clock(), job.tenant
+            )
         return Step.BLOCKS
 
     def _unknown_for_operator(self, job: Job, reason: str) -> Step:
@@ -331,7 +309,8 @@ class EventDispatcher:
         fall outside Feishu's uuid window (`decision`, the side effect it was, is read when not given)."""
         if job.settle_tries >= self._policy.settle_attempts:
             return 0, f"not settled after {job.settle_tries} tries: {OPERATOR_DECIDES}"
-        if (decision or self._decision(job)[1]).sends and (closed := self._policy.resend_window_closed(job, at)):
+        sends = (decision or self._cards.plan(job).decision).sends
+        if sends and (closed := self._policy.resend_window_closed(job, at)):
             return 0, f"{closed}; {OPERATOR_DECIDES}"
         return max(1, at), ""
 
@@ -352,10 +331,10 @@ class EventDispatcher:
         now, backoff = self._clock(), self._policy.backoff_ms(job.attempts)
         self._store.commit(job, job.retried(str(exc), now + backoff), now)
         self._on_outcome(job, "retry")
-        raise NotYet(f"job {job.job_id} failed before delivery: {exc}", backoff)
+        raise NotYet(f"job {job.job_id} failed before delivery: {exc}", backoff, job.tenant)
 
-    def _throttled(self, job: Job, exc: DeliveryError) -> None:
-        self._pace.refused(job.event.target, exc.throttled)
+    def _throttled(self, app: FeishuLink, job: Job, exc: DeliveryError) -> None:
+        app.pace.refused(job.event.target, exc.throttled)
         now = self._clock()
         self._store.commit(job, job.throttled(str(exc)), now)
         self._on_outcome(job, "throttled")

@@ -10,11 +10,12 @@ from herald.events.records import Outcome
 
 
 class NotYet(Exception):
-    """The lane has work that cannot run now; ask again after `delay_ms`."""
+    """The lane has work that cannot run now (a job of `tenant`); ask again after `delay_ms`."""
 
-    def __init__(self, reason: str, delay_ms: int) -> None:
+    def __init__(self, reason: str, delay_ms: int, tenant: str | None = "") -> None:
         super().__init__(reason)
         self.delay_ms = max(0, delay_ms)
+        self.tenant = tenant or ""
 
 
 class DrainResult(StrEnum):
@@ -32,6 +33,7 @@ class Drained:
     result: DrainResult
     retry_in_ms: int = 0
     reason: str = ""
+    tenant: str = ""  # the tenant of the job a WAITING lane waits on
 
 
 class Step(StrEnum):

@@ -82,7 +82,12 @@ class DynamoEventStore:
         except self._cards.DoesNotExist:
             return None
         return CardMessage(
-            row.message_id, row.revision, row.content_hash, app_id=row.app_id or "", sent_at_ms=row.sent_at_ms or 0
+            row.message_id,
+            row.revision,
+            row.content_hash,
+            app_id=row.app_id or "",
+            sent_at_ms=row.sent_at_ms or 0,
+            tenant=row.tenant or "",
         )
 
     def waiting(self, lane: str, after_seq: int, limit: int) -> list[Job]:
@@ -107,14 +112,14 @@ class DynamoEventStore:
         return [row.job() for row in rows if row.item_type == JOB_ITEM]
 
     # ------------------------------------------------------------------ writes
-    def append(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
+    def append(self, lane: Lane, event: ExternalEvent, clock: Clock, tenant: str = "") -> Job:
         """The event becomes job `next_seq + 1` of its lane in one transaction with the lane's counter and its
         dedup record (the service's: an event id is the service's, whichever lane it runs in);
         a lost race for the counter reads it again, so sequence order is the order of commits, and
         `received_at_ms` (taken after the head is read, never before the previous job's) follows it."""
         try:
             return with_backoff(
-                lambda: self._append_once(lane, event, clock),
+                lambda: self._append_once(lane, event, clock, tenant),
                 retry_on=lambda error: isinstance(error, Cancelled),
                 attempts=self._append_attempts,
                 base_s=0.02,
@@ -123,11 +128,13 @@ class DynamoEventStore:
         except Cancelled as error:  # still losing every race: the poster is told to come back (never a 500)
             raise Unavailable(f"too many events for {lane.key} at once; try again shortly") from error
 
-    def _append_once(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
+    def _append_once(self, lane: Lane, event: ExternalEvent, clock: Clock, tenant: str) -> Job:
         head = self.head(lane.key)
         now = max(clock(), head.last_received_at_ms)  # never before the job ahead of it
         service_id = lane.service_id
-        job = Job(service_id, head.next_seq + 1, event, event.content_hash, now, by_target=bool(lane.target))
+        job = Job(
+            service_id, head.next_seq + 1, event, event.content_hash, now, by_target=bool(lane.target), tenant=tenant
+        )
         heads, records = self._heads, self._records
         record = records(
             pk=event_pk(service_id, event.event_id), seq=job.seq, content_hash=job.content_hash, received_at_ms=now
@@ -167,6 +174,7 @@ class DynamoEventStore:
             service_id=job.service_id,
             seq=job.seq,
             by_target=job.by_target or None,
+            tenant=job.tenant,
             event_id=job.event.event_id,
             content=job.event.content(),
             content_hash=job.content_hash,
@@ -249,6 +257,7 @@ class DynamoEventStore:
                 revision=shown.revision,
                 content_hash=shown.content_hash,
                 app_id=shown.app_id or None,
+                tenant=shown.tenant or None,
                 sent_at_ms=shown.sent_at_ms or None,
                 updated_at_ms=at_ms,
             )

@@ -6,13 +6,11 @@ import json
 from collections.abc import Callable
 
 from herald import budgets
-from herald.auth.wiring import service_keys
 from herald.dynamo import Image
 from herald.events.drained import DrainResult
-from herald.events.models import Lane
 from herald.events.nudges import Nudge, nudges_for
 from herald.events.rows import job_from_image
-from herald.events.wiring import dispatch_queue, dispatcher_for, events_janitor
+from herald.events.wiring import dispatch_queue, dispatcher, events_janitor
 from herald.observability import count_for_tenant, logger
 from herald.tenants.models import TenantPaused, waiting_for_tenant_s
 from herald.workers import PermanentFailure, QueueMessage, RetryLater
@@ -27,19 +25,18 @@ def on_events_change(old: Image | None, new: Image | None) -> None:
 
 
 def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
+    """One lane's jobs, each delivered for the tenant recorded with it when it was accepted."""
     try:
         lane = Nudge.lane_of(json.loads(record.body))
     except (ValueError, AttributeError) as exc:
         raise PermanentFailure(f"malformed dispatch message: {exc}") from exc
-    scope = service_keys().delivery_scope(Lane.parse(lane).service_id)  # its keys' tenant ("": the stack's app)
-    tenant = scope.tenant
     try:
-        drained = dispatcher_for()(tenant).drain(lane, remaining_ms, scope.targets)
+        drained = dispatcher().drain(lane, remaining_ms)
     except TenantPaused as exc:  # a disabled tenant's lanes wait, untried, until it is enabled again
         raise RetryLater(str(exc), waiting_for_tenant_s(record.receive_count)) from exc
     if drained.result is DrainResult.WAITING:
-        if tenant:
-            count_for_tenant("EventsRetriedByTenant", tenant)
+        if drained.tenant:
+            count_for_tenant("EventsRetriedByTenant", drained.tenant)
         raise RetryLater(drained.reason, drained.retry_in_ms / 1000)
     if drained.result is DrainResult.OUT_OF_TIME:
         raise budgets.OutOfTime(drained.reason)  # back in the queue at once, untried

@@ -96,6 +96,7 @@ class Job:
     content_hash: str
     received_at_ms: int
     by_target: bool = False  # its service orders by target: its lane is its target's
+    tenant: str | None = None  # the posting key's app_code ("": the stack's apps; None: stored before it was kept)
     status: JobStatus = JobStatus.QUEUED
     attempts: int = 0
     attempt_id: str = ""

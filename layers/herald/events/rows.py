@@ -36,7 +36,7 @@ CARD = "CARD"
 JOB_ITEM = "job"
 IN_FLIGHT = "running"  # the `by_attention` partition of marked, running jobs (keyed by their lease's end)
 # A job's identity, written once by intake; every other field of `Job` is a column a commit may change.
-IDENTITY = frozenset({"service_id", "seq", "event", "content_hash", "received_at_ms", "by_target"})
+IDENTITY = frozenset({"service_id", "seq", "event", "content_hash", "received_at_ms", "by_target", "tenant"})
 CHANGEABLE = tuple(f.name for f in fields(Job) if f.name not in IDENTITY)
 
 
@@ -59,6 +59,7 @@ class JobRow(Model):
     service_id = UnicodeAttribute()
     seq = IntAttribute()
     by_target = BooleanAttribute(null=True)  # absent: the service's own order
+    tenant = UnicodeAttribute(null=True)  # the posting key's app_code ("": the stack's; absent: stored before it)
     event_id = UnicodeAttribute()
     content: MapAttribute[str, Any] = MapAttribute()
     content_hash = UnicodeAttribute()
@@ -104,6 +105,7 @@ class JobRow(Model):
             content_hash=self.content_hash,
             received_at_ms=self.received_at_ms,
             by_target=bool(self.by_target),
+            tenant=self.tenant,
             expires_at_s=epoch_seconds(self.expires_at) if self.expires_at else 0,
             **columns,
         )
@@ -141,6 +143,7 @@ class CardRow(Model):
     revision = IntAttribute()
     content_hash = UnicodeAttribute()
     app_id = UnicodeAttribute(null=True)  # the Feishu app that sent the message (absent: recorded before it was kept)
+    tenant = UnicodeAttribute(null=True)  # the tenant it sent the message for
     sent_at_ms = IntAttribute(null=True)  # when the message was sent
     updated_at_ms = IntAttribute(null=True)
 

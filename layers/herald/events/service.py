@@ -14,9 +14,9 @@ from herald.events.models import Accepted, DuplicateEvent, ExternalEvent, Lane
 
 
 class IntakeStore(Protocol):
-    def append(self, lane: Lane, event: ExternalEvent, clock: Clock) -> Job:
-        """Store the event as the lane's next job; DuplicateEvent if its event id is already held (an event
-        id is its service's, whichever lane)."""
+    def append(self, lane: Lane, event: ExternalEvent, clock: Clock, tenant: str = "") -> Job:
+        """Store the event as the lane's next job, for `tenant` (its Feishu app delivers it); DuplicateEvent if
+        its event id is already held (an event id is its service's, whichever lane)."""
         ...
 
 
@@ -34,6 +34,11 @@ class Sender(Protocol):
 
     @property
     def target_rate(self) -> int | None: ...
+
+    @property
+    def delivery_tenant(self) -> str:
+        """The tenant its events are delivered for: its key's one app_code ("" for several: the stack's apps)."""
+        ...
 
     @property
     def orders_by_target(self) -> bool:
@@ -68,7 +73,8 @@ class EventIntake:
                 "the target is not among this service's allowed targets", reason="target_not_allowed"
             )
         try:
-            self._store.append(Lane.of(sender.service_id, event.target, sender.orders_by_target), event, self._clock)
+            lane = Lane.of(sender.service_id, event.target, sender.orders_by_target)
+            self._store.append(lane, event, self._clock, tenant=sender.delivery_tenant)
         except DuplicateEvent as dup:
             if dup.stored.content_hash == event.content_hash:
                 return Accepted(event.event_id, duplicate=True)

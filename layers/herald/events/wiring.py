@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from herald.container import Container, part
+from herald.events.apps import FeishuLink, RegisteredApps
 from herald.events.dispatch import EventDispatcher
 from herald.events.dynamo import DynamoEventStore
 from herald.events.nudges import EventsJanitor
@@ -21,7 +22,6 @@ from herald.observability import metrics
 
 if TYPE_CHECKING:
     from herald.tenants.models import FeishuApp
-    from herald.tenants.wiring import PerTenant
 
 
 @part
@@ -67,51 +67,67 @@ def dispatch_queue(c: Container) -> SqsDispatchQueue:
 
 @part
 def dispatcher(c: Container) -> EventDispatcher:
-    """Cards through the stack's Feishu app."""
-    from herald.secrets import secret_source
-
-    settings = c.settings
-    secret = secret_source(settings.feishu_app_secret, settings.feishu_app_secret_parameter, "Feishu app secret")
-    return _dispatcher(c, settings.feishu_base_url, settings.feishu_app_id, secret)
-
-
-@part
-def dispatcher_for(c: Container) -> PerTenant[FeishuApp, EventDispatcher]:
-    """Each tenant's cards through its own Feishu app (its app id, secret and base URL, its own buckets), or the
-    stack's: `dispatcher_for(c)(app_code)`."""
-    from herald.secrets import secret_source
-    from herald.tenants.wiring import PerTenant, tenants
-
-    def through(app: FeishuApp) -> EventDispatcher:
-        secret = secret_source(None, app.secret_parameter, f"Feishu app secret of {app.app_id}")
-        return _dispatcher(c, app.base_url or c.settings.feishu_base_url, app.app_id, secret)
-
-    return PerTenant(tenants(c), lambda tenant: tenant.feishu, through, lambda: dispatcher(c))
-
-
-def _dispatcher(c: Container, base_url: str, app_id: str, secret: Callable[[], str]) -> EventDispatcher:
+    """Every lane's jobs, each through its tenant's Feishu app (or the stack's), a card's revisions through the
+    app that sent it."""
     from herald.auth.wiring import service_keys
-    from herald.providers.feishu import FeishuClient
 
-    settings = c.settings
+    metric = lambda job, outcome: metrics.add_metric(name=_outcome_metric(outcome), unit="Count", value=1)  # noqa: E731
     return EventDispatcher(
         event_store(c),
         service_keys(c),
-        FeishuClient(base_url=base_url, app_id=app_id, app_secret=secret),
+        feishu_apps(c),
         policy(c),
         nudge=dispatch_queue(c).publish,
         clock=c.clock,
-        on_outcome=lambda job, outcome: metrics.add_metric(name=_outcome_metric(outcome), unit="Count", value=1),
-        pace=FeishuPace(
-            governor(c),
-            app_id,
-            FeishuLimits(
-                app_per_second=settings.feishu_app_calls_per_second,
-                app_per_minute=settings.feishu_app_calls_per_minute,
-                chat_per_second=settings.feishu_chat_calls_per_second,
-            ),
-        ),
+        on_outcome=metric,
     )
+
+
+@part
+def feishu_apps(c: Container) -> RegisteredApps:
+    """The stack's Feishu app and each tenant's own (its app id, secret and base URL, its own buckets), each
+    client built once; a job stored before tenants were recorded is its service's keys' tenant's."""
+    from herald.auth.wiring import service_keys
+    from herald.secrets import secret_source
+    from herald.tenants.wiring import PerTenant, tenants
+
+    settings = c.settings
+
+    def stack() -> FeishuLink:
+        secret = secret_source(settings.feishu_app_secret, settings.feishu_app_secret_parameter, "Feishu app secret")
+        return _link(c, settings.feishu_base_url, settings.feishu_app_id, secret)
+
+    def through(app: FeishuApp) -> FeishuLink:
+        secret = secret_source(None, app.secret_parameter, f"Feishu app secret of {app.app_id}")
+        return _link(c, app.base_url or settings.feishu_base_url, app.app_id, secret)
+
+    stack_link = _once(stack)
+    per_tenant = PerTenant(tenants(c), lambda tenant: tenant.feishu, through, stack_link)
+    return RegisteredApps(stack_link, per_tenant, lambda service: service_keys(c).delivery_scope(service).tenant)
+
+
+def _once(build: Callable[[], FeishuLink]) -> Callable[[], FeishuLink]:
+    built: list[FeishuLink] = []
+
+    def get() -> FeishuLink:
+        if not built:
+            built.append(build())
+        return built[0]
+
+    return get
+
+
+def _link(c: Container, base_url: str, app_id: str, secret: Callable[[], str]) -> FeishuLink:
+    from herald.providers.feishu import FeishuClient
+
+    settings = c.settings
+    limits = FeishuLimits(
+        app_per_second=settings.feishu_app_calls_per_second,
+        app_per_minute=settings.feishu_app_calls_per_minute,
+        chat_per_second=settings.feishu_chat_calls_per_second,
+    )
+    client = FeishuClient(base_url=base_url, app_id=app_id, app_secret=secret)
+    return FeishuLink(client, FeishuPace(governor(c), app_id, limits))
 
 
 def _outcome_metric(outcome: str) -> str:
