@@ -8,9 +8,9 @@ import pytest
 
 from herald.events.cards import FEISHU_EDIT_WINDOW_MS, CardMessage
 from herald.events.drained import DrainResult
-from herald.events.jobs import JobStatus
+from herald.events.jobs import CALLS_KEPT, JobStatus
 from herald.events.models import Target
-from herald.events.records import Outcome
+from herald.events.records import CallOutcome, Outcome, provider_call
 from tests.support.dispatch_harness import Harness
 
 DAY_MS = 86_400_000
@@ -90,3 +90,45 @@ def test_a_card_sent_by_another_app_is_never_patched_through_this_one_but_contin
     assert herald.feishu.calls == ["send rev 1", "send rev 2"] and herald.feishu.updated == []
     moved = mapping(herald)
     assert moved.app_id == "cli_tenant_own" and moved.message_id != first.message_id
+
+
+def call(at: int, app: str, operation: str, outcome: str, message_id: str) -> dict[str, object]:
+    return {"at_ms": at, "app_id": app, "operation": operation, "outcome": outcome, "code": 0, "message_id": message_id}
+
+
+def test_each_call_a_job_makes_is_recorded_with_its_time_app_operation_outcome_code_and_message(
+    herald: Harness,
+) -> None:
+    herald.post("e1", "rev 1", card_id="build-7", revision=1)
+    herald.drain()
+    first = mapping(herald)
+    herald.clock.advance(1_000)
+    herald.feishu.next = ["gone"]
+    herald.post("e2", "rev 2", card_id="build-7", revision=2)
+    herald.drain()
+    job, at, app = herald.job(2), herald.clock(), herald.feishu.app_id
+    assert [dict(call) for call in job.calls] == [
+        {**call(at, app, "update", "refused", first.message_id), "code": 230011},
+        call(at, app, "send", "done", job.message_id),
+    ]
+    assert [call["operation"] for call in herald.job(1).calls] == ["send"]
+
+
+def test_a_call_without_an_answer_is_recorded_unanswered_and_the_settling_try_after_it(herald: Harness) -> None:
+    herald.feishu.next = ["hang"]
+    herald.post("e1", "rev 1", card_id="build-7", revision=1)
+    herald.drain()
+    assert [(c["operation"], c["outcome"]) for c in herald.job(1).calls] == [("send", "unanswered")]
+    assert herald.drain_until_settled() is DrainResult.CAUGHT_UP
+    settled = herald.job(1)
+    assert [(c["operation"], c["outcome"]) for c in settled.calls] == [("send", "unanswered"), ("send", "done")]
+    assert settled.calls[-1]["message_id"] == settled.message_id
+
+
+def test_a_job_keeps_its_first_and_latest_calls_when_it_makes_many(herald: Harness) -> None:
+    herald.post("e1", "rev 1")
+    job = herald.job(1)
+    calls = [provider_call(n, "cli_stack", "send", CallOutcome.THROTTLED, code=99991400) for n in range(CALLS_KEPT + 7)]
+    kept = job.with_calls(calls[:3]).with_calls(calls[3:]).calls
+    assert len(kept) == CALLS_KEPT
+    assert [c["at_ms"] for c in kept] == [*range(CALLS_KEPT // 4), *range(7 + CALLS_KEPT // 4, CALLS_KEPT + 7)]

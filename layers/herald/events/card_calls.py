@@ -3,6 +3,7 @@ which Feishu app (herald.events.apps), the call itself, and the card mapping it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from herald.clock import Clock
@@ -12,7 +13,7 @@ from herald.events.cards import NOT_EDITABLE_CODES, CardDecision, CardMessage, C
 from herald.events.drained import Written
 from herald.events.jobs import Job
 from herald.events.ports import DispatchStore
-from herald.events.records import Outcome
+from herald.events.records import CallOutcome, Outcome, ProviderCall, provider_call
 
 
 @dataclass(frozen=True)
@@ -35,31 +36,56 @@ class Plan:
 class CardCalls:
     """A job's card: its plan, its one side effect, and the mapping it leaves."""
 
-    def __init__(self, store: DispatchStore, apps: FeishuApps, clock: Clock) -> None:
+    def __init__(
+        self, store: DispatchStore, apps: FeishuApps, clock: Clock, record: Callable[[ProviderCall], None]
+    ) -> None:
         self._store = store
         self._apps = apps
         self._clock = clock
+        self._record = record
 
     def write(self, job: Job, plan: Plan) -> Written:
         """The side effect itself: the card's update through the app that sent it, or a send with the job's uuid
         through the tenant's app: a new card, or one that continues a message Feishu no longer edits (known
         before, or said by its answer to the update)."""
         event, current = job.event, plan.current
-        if plan.decision is CardDecision.UPDATE and current is not None and plan.card_app is not None:
+        if plan.decision is CardDecision.UPDATE and current is not None and (editor := plan.card_app) is not None:
             try:
-                plan.card_app.messenger.update_card(current.message_id, event.card())
-                return Written(current.message_id, Outcome.UPDATED)
+                shown = current.message_id
+                self._called(editor, "update", shown, lambda: editor.messenger.update_card(shown, event.card()))
+                return Written(shown, Outcome.UPDATED)
             except DeliveryError as exc:
                 if exc.code not in NOT_EDITABLE_CODES:
                     raise
         target, card = event.target, event.card()
         if current is not None:  # the message it shows cannot be updated: a new card continues it
             card = replace(card, continues_from_ms=current.sent_at_ms)
-        messenger = plan.tenant_app.messenger
-        message_id = messenger.send_card(target.receive_id_type, target.receive_id, card, job.feishu_uuid)
+        sender = plan.tenant_app.messenger
+        message_id = self._called(
+            plan.tenant_app,
+            "send",
+            "",
+            lambda: sender.send_card(target.receive_id_type, target.receive_id, card, job.feishu_uuid),
+        )
         if current is None:
             return Written(message_id, Outcome.SENT)
         return Written(message_id, Outcome.CONTINUED, continued_from=current.message_id)
+
+    def _called(self, app: FeishuLink, operation: str, message_id: str, call: Callable[[], str | None]) -> str:
+        """One call to Feishu, recorded however it ends; the message it went to (`message_id`, or the call's)."""
+        at = self._clock()
+        try:
+            answered = call() or message_id
+        except DeliveryError as exc:
+            self._record(
+                provider_call(at, app.app_id, operation, exc_outcome(exc), code=exc.code, message_id=message_id)
+            )
+            raise
+        except BaseException:
+            self._record(provider_call(at, app.app_id, operation, CallOutcome.INTERRUPTED, message_id=message_id))
+            raise
+        self._record(provider_call(at, app.app_id, operation, CallOutcome.DONE, message_id=answered))
+        return answered
 
     def mapping(self, job: Job, written: Written, plan: Plan) -> CardWrite | None:
         """The card mapping a written card leaves: a new message is the tenant's app's, sent now."""
@@ -88,3 +114,10 @@ class CardCalls:
         if not current.app_id:
             return tenant_app
         return self._apps.sender(current.tenant, current.app_id)
+
+
+def exc_outcome(exc: DeliveryError) -> CallOutcome:
+    """How a failed call ended, as its record says."""
+    if exc.maybe_delivered:
+        return CallOutcome.UNANSWERED
+    return CallOutcome.THROTTLED if exc.throttled else CallOutcome.REFUSED

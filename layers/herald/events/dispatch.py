@@ -17,6 +17,7 @@ tries, past the window, or on a refusal that proves nothing, the job waits for a
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable
 
 from herald import budgets
@@ -31,7 +32,7 @@ from herald.events.models import Lane
 from herald.events.nudges import Nudge
 from herald.events.policy import DispatchPolicy, superseded_run
 from herald.events.ports import DispatchStore, TargetPolicy
-from herald.events.records import Outcome, Resolution, resolution
+from herald.events.records import Outcome, ProviderCall, Resolution, resolution
 
 OPERATOR_DECIDES = "an operator decides"
 COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newer one of the same card
@@ -56,7 +57,8 @@ class EventDispatcher:
         self._store = store
         self._targets = targets
         self._apps = apps
-        self._cards = CardCalls(store, apps, clock)
+        self._calls = threading.local()  # the provider calls of the attempt in flight on this thread
+        self._cards = CardCalls(store, apps, clock, lambda call: self._pending_calls().append(call))
         self._policy = policy
         self._nudge = nudge
         self._clock = clock
@@ -108,6 +110,7 @@ class EventDispatcher:
     def _attempt(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step:
         """Claim the head job and try it. A settling try takes its pace before its claim (which marks it); a
         delivery reserves its call's moment after its claim and is marked while it waits for it."""
+        self._pending_calls().clear()  # an attempt records only its own calls
         settling = job.status is JobStatus.UNKNOWN
         tenant_app = self._apps.current(job.tenant, job.service_id)  # before the claim: a paused tenant waits
         if settling and job.event.target.key in allowed and not self._paced(tenant_app, job, remaining_ms):
@@ -177,9 +180,24 @@ class EventDispatcher:
         allowed)."""
         return not app.pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms, meanwhile)
 
+    def _pending_calls(self) -> list[ProviderCall]:
+        if not hasattr(self._calls, "pending"):
+            self._calls.pending = []
+        return self._calls.pending  # type: ignore[no-any-return]
+
+    def _commit(
+        self, before: Job, after: Job, at_ms: int, *, card: CardWrite | None = None, advance: bool = False
+    ) -> Job:
+        """A step of the job, with the provider calls made since its last (its record of them)."""
+        pending = self._pending_calls()
+        try:
+            return self._store.commit(before, after.with_calls(pending), at_ms, card=card, advance=advance)
+        finally:
+            pending.clear()
+
     def _mark(self, job: Job, marked: list[Job]) -> None:
         at = self._clock()
-        marked.append(self._store.commit(job, job.marked(at), at))
+        marked.append(self._commit(job, job.marked(at), at))
 
     def _pause(self, lane: str, done: int, started_at: int, left: int) -> DrainResult:
         if done == started_at:
@@ -192,7 +210,7 @@ class EventDispatcher:
         attempt, lease = secrets.token_hex(8), now + self._policy.lease_ms
         claimed = job.settling(attempt, lease, now) if job.status is JobStatus.UNKNOWN else job.claimed(attempt, lease)
         try:
-            return self._store.commit(job, claimed, now)
+            return self._commit(job, claimed, now)
         except StaleJob:
             return None
 
@@ -215,7 +233,7 @@ class EventDispatcher:
             return self._not_done(job, exc)
         marked: list[Job] = []  # while its moment is waited for: only waking up comes between it and the call
         if not self._paced(plan.first_call, job, remaining_ms, lambda: self._mark(job, marked)):  # untried
-            self._store.commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
+            self._commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
             return Step.WAITS_FOR_PACE
         job = marked[0]
         try:
@@ -317,7 +335,7 @@ class EventDispatcher:
     def _record_unknown(self, job: Job, reason: str, settle_at: int, why_not: str) -> int:
         now = self._clock()
         evidence = reason if settle_at else f"{reason}; {why_not}"
-        self._store.commit(job, job.unknown(evidence, now, self._policy.blocked_expiry(now), settle_at), now)
+        self._commit(job, job.unknown(evidence, now, self._policy.blocked_expiry(now), settle_at), now)
         self._on_outcome(job, str(JobStatus.UNKNOWN))
         return settle_at
 
@@ -329,19 +347,19 @@ class EventDispatcher:
         if job.attempts >= self._policy.max_attempts:
             return self._fail(job, f"gave up after {job.attempts} attempts: {exc}")
         now, backoff = self._clock(), self._policy.backoff_ms(job.attempts)
-        self._store.commit(job, job.retried(str(exc), now + backoff), now)
+        self._commit(job, job.retried(str(exc), now + backoff), now)
         self._on_outcome(job, "retry")
         raise NotYet(f"job {job.job_id} failed before delivery: {exc}", backoff, job.tenant)
 
     def _throttled(self, app: FeishuLink, job: Job, exc: DeliveryError) -> None:
         app.pace.refused(job.event.target, exc.throttled)
         now = self._clock()
-        self._store.commit(job, job.throttled(str(exc)), now)
+        self._commit(job, job.throttled(str(exc)), now)
         self._on_outcome(job, "throttled")
 
     def _fail(self, job: Job, reason: str) -> Step:
         now = self._clock()
-        self._store.commit(job, job.failed(reason, now, self._policy.blocked_expiry(now)), now)
+        self._commit(job, job.failed(reason, now, self._policy.blocked_expiry(now)), now)
         self._on_outcome(job, str(JobStatus.FAILED))
         return Step.BLOCKS
 
@@ -360,7 +378,7 @@ class EventDispatcher:
         expires = now + self._policy.retention_ms
         done = job.completed(status, outcome, message_id, now, expires, settled_by, continued_from=continued_from)
         try:
-            self._store.commit(job, done, now, card=card, advance=True)
+            self._commit(job, done, now, card=card, advance=True)
         except StaleJob:
             if card is None:
                 raise

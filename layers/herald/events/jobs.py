@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from herald.events.models import ExternalEvent, Lane, format_job_id
-from herald.events.records import Outcome, Resolution, resolution
+from herald.events.records import Outcome, ProviderCall, Resolution, resolution
 
 
 class JobStatus(StrEnum):
@@ -73,6 +73,7 @@ JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.SUPERSEDED: frozenset(),
 }
 EVIDENCE_LINES = 20  # an unknown job keeps its first and latest lines of evidence, this many in all
+CALLS_KEPT = 20  # a job keeps its first and latest provider calls, this many in all
 ERROR_CHARS = 1000  # the stored cause of a retry or a block
 EVIDENCE_CHARS = 500  # one line of evidence
 
@@ -115,9 +116,19 @@ class Job:
     settle_tries: int = 0  # Herald's tries at settling it while unknown
     next_settle_at_ms: int = 0  # unknown: when Herald tries to settle it next (0: an operator decides)
     evidence: tuple[str, ...] = ()  # what happened to it while unknown, one line each
+    calls: tuple[ProviderCall, ...] = ()  # each call to Feishu its attempts made, oldest first (CALLS_KEPT of them)
     expires_at_s: int = 0  # when the table forgets it (epoch seconds, the table's TTL); 0: kept
 
     # ------------------------------------------------------------------ steps
+    def with_calls(self, calls: Sequence[ProviderCall]) -> Job:
+        """The provider calls of its attempt added to its record (not a step: they go with its next one)."""
+        if not calls:
+            return self
+        kept = (*self.calls, *calls)
+        if len(kept) > CALLS_KEPT:
+            kept = (*kept[: CALLS_KEPT // 4], *kept[-(CALLS_KEPT - CALLS_KEPT // 4) :])
+        return replace(self, calls=kept)
+
     def claimed(self, attempt_id: str, lease_until_ms: int) -> Job:
         """A worker's attempt: a queued job, or a running one whose worker died before its mark."""
         return self._to(

@@ -1,5 +1,6 @@
-"""What an external-event job records of how it went: its outcome, and each resolution (an operator's, Herald's own
-settling of an unknown job, or a newer revision that replaced it), each built in one place."""
+"""What an external-event job records of how it went: its outcome, each provider call it made, and each
+resolution (an operator's, Herald's own settling of an unknown job, or a newer revision that replaced it), each
+built in one place."""
 
 from __future__ import annotations
 
@@ -67,3 +68,33 @@ def resolution(
     if replaced_by is not None:
         record["revision"], record["job_id"] = replaced_by
     return record
+
+
+class CallOutcome(StrEnum):
+    """How one provider call of a job ended."""
+
+    DONE = "done"
+    REFUSED = "refused"  # Feishu answered that it did not act (its code says why)
+    THROTTLED = "throttled"  # refused by a rate limit: not a failure, tried again later
+    UNANSWERED = "unanswered"  # no answer that settles it: Feishu may have acted
+    INTERRUPTED = "interrupted"  # the worker stopped while the call was in flight
+
+
+# One call a job made to Feishu: when, through which app, a send or an update, how it ended, Feishu's code (0: none),
+# and the message it went to. Stored as a map on the job, keys as here; `herald-ops events show`, the console and the
+# status API show them as the job's timeline.
+class ProviderCall(TypedDict):
+    at_ms: int
+    app_id: str
+    operation: str
+    outcome: str
+    code: int
+    message_id: str
+
+
+def provider_call(
+    at_ms: int, app_id: str, operation: str, outcome: CallOutcome, *, code: int | None = None, message_id: str = ""
+) -> ProviderCall:
+    return ProviderCall(
+        at_ms=at_ms, app_id=app_id, operation=operation, outcome=str(outcome), code=code or 0, message_id=message_id
+    )

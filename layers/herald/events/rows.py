@@ -83,6 +83,7 @@ class JobRow(Model):
     settle_tries = IntAttribute(null=True, attr_name="heals")
     next_settle_at_ms = IntAttribute(null=True, attr_name="next_heal_at_ms")
     evidence: ListAttribute[str] = ListAttribute(null=True)
+    calls: ListAttribute[Any] = ListAttribute(null=True)  # maps: ProviderCall
     attention = UnicodeAttribute(null=True)
     attention_sk = UnicodeAttribute(null=True)
     updated_at_ms = IntAttribute(null=True)
@@ -94,10 +95,9 @@ class JobRow(Model):
         columns: dict[str, Any] = {name: value for name, value in stored.items() if value is not None}
         columns["status"] = JobStatus(self.status)
         columns["outcome"] = Outcome(self.outcome or "")
-        columns["resolutions"] = tuple(
-            r.as_dict() if isinstance(r, MapAttribute) else r for r in self.resolutions or ()
-        )
+        columns["resolutions"] = tuple(_plain(r) for r in self.resolutions or ())
         columns["evidence"] = tuple(self.evidence or ())
+        columns["calls"] = tuple(_plain(call) for call in self.calls or ())
         return Job(
             service_id=self.service_id,
             seq=self.seq,
@@ -109,6 +109,11 @@ class JobRow(Model):
             expires_at_s=epoch_seconds(self.expires_at) if self.expires_at else 0,
             **columns,
         )
+
+
+def _plain(stored: Any) -> Any:
+    """A map stored in a list, as the dict it was written from."""
+    return stored.as_dict() if isinstance(stored, MapAttribute) else stored
 
 
 class HeadRow(Model):
@@ -183,6 +188,7 @@ def columns_of(job: Job) -> dict[str, Any]:
     columns["outcome"] = str(job.outcome)
     columns["resolutions"] = [dict(r) for r in job.resolutions]
     columns["evidence"] = list(job.evidence)
+    columns["calls"] = [dict(call) for call in job.calls]
     columns["expires_at"] = ttl(columns.pop("expires_at_s")) if job.expires_at_s else None
     attention = None
     if job.status.blocking:
