@@ -103,11 +103,18 @@ def table(rows: Sequence[Mapping[str, Any]], listing: Listing, now_ms: int) -> s
 
 
 def record_text(row: Mapping[str, Any], now_ms: int) -> str:
-    """One record's every field, a line each, whole."""
+    """One record's every field, a line each, whole; a list of records (a job's calls, its resolutions) as a
+    timeline under its heading, one line an entry."""
     width = max((len(heading(name)) for name in row), default=0)
-    return "\n".join(
-        f"{heading(name).ljust(width)}  {printable(value_text(name, value, now_ms))}" for name, value in row.items()
-    )
+    lines = []
+    for name, value in row.items():
+        label = heading(name).ljust(width)
+        if isinstance(value, list) and value and all(isinstance(item, Mapping) for item in value):
+            lines.append(f"{label}  {len(value)}")
+            lines.extend(f"{'':{width}}  · {printable(value_text(name, item, now_ms))}" for item in value)
+        else:
+            lines.append(f"{label}  {printable(value_text(name, value, now_ms))}")
+    return "\n".join(lines)
 
 
 def json_lines(rows: Iterable[Mapping[str, Any]]) -> str:

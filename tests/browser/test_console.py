@@ -281,6 +281,9 @@ def test_operate_an_unknown_job_blocks_its_lane_and_resolving_it_on_the_page_dra
     age = row.find_elements(By.TAG_NAME, "td")[4].text
     # the refresh loop redraws the age every second in the row already shown, so a press is never swallowed
     until(lambda: row.find_elements(By.TAG_NAME, "td")[4].text != age, what="the age redrawn in the same row")
+    row.find_element(By.CSS_SELECTOR, "button[data-timeline]").click()
+    timeline = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#job-timeline li")]
+    assert len(timeline) == 1 and re.search(r"send via cli_\w+: unanswered", timeline[0]), timeline
     row.find_element(By.CSS_SELECTOR, "button[data-job]").click()
     prompt = browser.switch_to.alert
     prompt.send_keys(f"sent {found[0]['message_id']}")  # the operator found it in Feishu

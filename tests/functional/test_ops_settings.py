@@ -17,6 +17,7 @@ from herald_ops.cli import main
 from herald.clock import now_ms
 from herald.events.dynamo import DynamoEventStore
 from herald.events.models import ExternalEvent, Lane
+from herald.events.records import CallOutcome, provider_call
 from tests.support.deployed import deployed_stack
 
 STACK = "herald-prod"
@@ -149,3 +150,26 @@ def test_a_blocked_lane_is_shown_with_local_times_and_ages_and_as_json_with_epoc
     blocked = json.loads(line)
     assert (blocked["job_id"], blocked["status"]) == ("scheduler:1", "failed")
     assert abs(blocked["blocked_at_ms"] - now_ms()) < 60_000
+
+
+def test_events_show_prints_each_call_to_feishu_as_a_timeline_line_and_as_records_in_json(
+    deployed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = DynamoEventStore(deployed)
+    job = store.append(Lane("scheduler"), ExternalEvent.from_content("e1", EVENT), now_ms, tenant="acme")
+    job = store.commit(job, job.claimed("attempt-1", now_ms() + 60_000), now_ms())
+    calls = [
+        provider_call(now_ms(), "cli_acme", "send", CallOutcome.THROTTLED, code=99991400),
+        provider_call(now_ms(), "cli_acme", "send", CallOutcome.UNANSWERED),
+    ]
+    store.commit(job, job.with_calls(calls).unknown("no answer", now_ms(), None, 0), now_ms())
+    capsys.readouterr()
+    assert main(["events", "show", "scheduler:1", "--stack", STACK, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["calls"] == calls and shown["tenant"] == "acme"
+    assert main(["events", "show", "scheduler:1", "--stack", STACK]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith("calls "))
+    assert lines[at].split() == ["calls", "2"]
+    assert "operation=send, outcome=throttled, code=99991400" in lines[at + 1]
+    assert "outcome=unanswered" in lines[at + 2] and lines[at + 2].lstrip().startswith("·")

@@ -6,7 +6,7 @@ import pytest
 
 from herald.events.jobs import Job
 from herald.events.models import ExternalEvent, Lane, Target, parse_job_id
-from herald.events.nudges import Nudge, nudges_for
+from herald.events.nudges import DISPATCH_VERSION, Nudge, nudges_for
 from herald.fifo import fifo_id
 
 OPS = Target("chat_id", "oc_ops")
@@ -39,13 +39,15 @@ def test_a_malformed_job_id_is_refused(job_id: str) -> None:
 
 def test_a_new_job_and_a_resolved_one_nudge_their_own_lane() -> None:
     (new,) = nudges_for(None, job(True))
-    assert (new.lane, new.to_message()) == ("progress/chat_id:oc_ops", {"lane": new.lane, "seq": 7, "why": "new"})
+    message = {"v": DISPATCH_VERSION, "lane": new.lane, "seq": 7, "why": "new"}
+    assert (new.lane, new.to_message()) == ("progress/chat_id:oc_ops", message)
 
 
 @pytest.mark.parametrize(
     ("message", "lane"),
     [
         ({"lane": "progress/chat_id:oc_ops", "seq": 1}, "progress/chat_id:oc_ops"),
+        ({"v": 1, "lane": "progress", "seq": 1, "why": "new"}, "progress"),
         ({"service_id": "scheduler"}, "scheduler"),
     ],
 )
@@ -55,7 +57,10 @@ def test_a_dispatch_message_names_its_lane_even_one_published_before_lanes(
     assert Nudge.lane_of(message) == lane
 
 
-@pytest.mark.parametrize("message", [{}, {"lane": 7}, {"lane": "progress/"}, {"service_id": ""}])
+@pytest.mark.parametrize(
+    "message",
+    [{}, {"lane": 7}, {"lane": "progress/"}, {"service_id": ""}, {"v": 2, "lane": "progress"}, {"v": "1", "lane": "p"}],
+)
 def test_a_malformed_dispatch_message_is_refused(message: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         Nudge.lane_of(message)

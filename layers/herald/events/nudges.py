@@ -11,6 +11,8 @@ from herald.clock import Clock, now_ms
 from herald.events.jobs import Job, JobStatus
 from herald.events.models import Lane
 
+DISPATCH_VERSION = 1  # the dispatch message's shape: a worker refuses one newer than it reads (dead-lettered, kept)
+
 
 @dataclass(frozen=True)
 class Nudge:
@@ -26,11 +28,15 @@ class Nudge:
         return f"{self.lane}:{self.seq}:{self.why}"
 
     def to_message(self) -> dict[str, Any]:
-        return {"lane": self.lane, "seq": self.seq, "why": self.why}
+        return {"v": DISPATCH_VERSION, "lane": self.lane, "seq": self.seq, "why": self.why}
 
     @staticmethod
     def lane_of(message: dict[str, Any]) -> str:
-        """The lane a message names; one published before lanes names its service, which is its lane."""
+        """The lane a message names; one published before lanes names its service, which is its lane; one
+        published before versions is version 0."""
+        version = message.get("v", 0)
+        if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= DISPATCH_VERSION:
+            raise ValueError(f"a dispatch message of version {version!r}: this worker reads up to {DISPATCH_VERSION}")
         lane = message.get("lane", message.get("service_id"))
         if not isinstance(lane, str):
             raise ValueError("a dispatch message names its lane")

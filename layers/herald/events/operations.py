@@ -126,5 +126,7 @@ def describe(job: Job) -> dict[str, Any]:
         "settle_tries": job.settle_tries,
         "next_settle_at_ms": job.next_settle_at_ms,
         "evidence": list(job.evidence),
+        "calls": [dict(call) for call in job.calls],  # each call to Feishu, oldest first: the job's timeline
         "resolutions": list(job.resolutions),
+        "tenant": job.tenant,  # the tenant it is delivered for, recorded when it was accepted (null: before that)
     }

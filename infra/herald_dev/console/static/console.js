@@ -430,6 +430,20 @@ async function resolveJob(job) {
   );
 }
 
+function showTimeline(job) {
+  // Each call the job made to Feishu, oldest first, then what Herald or an operator did with it.
+  const list = $("job-timeline");
+  const calls = (job.calls ?? []).map((c) =>
+    `${when(c.at_ms)}  ${c.operation} via ${c.app_id}: ${c.outcome}${c.code ? ` (Feishu ${c.code})` : ""}` +
+      `${c.message_id ? ` → ${c.message_id}` : ""}`,
+  );
+  const resolved = (job.resolutions ?? []).map((r) => `${when(r.at_ms)}  ${r.action} by ${r.by}${r.note ? `: ${r.note}` : ""}`);
+  list.replaceChildren(...[...calls, ...resolved].map((line) => el("li", {}, printable(line))));
+  if (!list.children.length) list.append(el("li", {}, "No call to Feishu yet."));
+  $("job-timeline-title").textContent = `Timeline of ${printable(job.job_id)}`;
+  $("job-timeline-box").hidden = false;
+}
+
 async function refreshOperate() {
   const state = await json("/console/operate");
   rows(
@@ -447,7 +461,10 @@ async function refreshOperate() {
     state.blocked.map((job) =>
       row(
         [job.lane, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, when(job.blocked_at_ms), job.waiting_behind],
-        el("button", { "data-job": job.job_id, onclick: () => resolveJob(job) }, "Resolve…"),
+        el("span", { class: "actions" },
+          el("button", { "data-job": job.job_id, onclick: () => resolveJob(job) }, "Resolve…"),
+          el("button", { "data-timeline": job.job_id, onclick: () => showTimeline(job) }, "Timeline"),
+        ),
       ),
     ),
     "Nothing blocked.",
