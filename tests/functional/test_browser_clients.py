@@ -98,3 +98,27 @@ def test_the_api_reference_is_one_page_with_every_operation_and_nothing_from_els
         assert f"id='{operation['operationId']}'" in page.text
         assert f"<span class=method>{method.upper()}</span><code>{html.escape(path)}</code>" in page.text
     assert "<h2 id='partner'>" in page.text and "evt-2" in page.text  # a body's example, shown
+
+
+def _served_by(route: dict[str, Any], method: str, path: str) -> bool:
+    """Whether the API Gateway route takes `method path` ({proxy+}: one or more segments; {name}: one)."""
+    pattern = re.escape(route["Path"]).replace(re.escape("{proxy+}"), ".+")
+    pattern = re.sub(r"\\\{[A-Za-z_]+\\\}", "[^/]+", pattern)
+    return route["Method"] in ("ANY", method) and re.fullmatch(pattern, path) is not None
+
+
+def test_every_operation_of_the_http_app_has_a_route_in_the_template(browser_api: TestClient) -> None:
+    """A route the app serves but API Gateway never passes on would work in every local test and 404 deployed."""
+    routes = _http_routes()
+    spec = browser_api.get("/api/v1/openapi.json").json()
+    operations = [(method.upper(), path) for path, methods in spec["paths"].items() for method in methods]
+    sample = {name: "x" for name in ("event_id", "confirm_id", "id", "message_id", "business_type")}
+    missing = [
+        (method, path)
+        for method, path in operations
+        if not any(
+            _served_by(route, method, re.sub(r"\{(\w+)(:path)?\}", lambda m: sample.get(m[1], "x"), path))
+            for route in routes
+        )
+    ]
+    assert operations and not missing

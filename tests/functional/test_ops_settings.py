@@ -78,6 +78,7 @@ def test_an_operator_sees_a_superseded_revision_and_the_revision_sent_instead(
         "at_ms": 0,
         "revision": 2,
         "job_id": "scheduler:2",
+        "event_id": "e1",
     }
     assert main(["events", "show", "scheduler:9", "--stack", STACK]) == 2
     assert "no job scheduler:9" in capsys.readouterr().err

@@ -92,6 +92,14 @@ def test_a_card_feishu_no_longer_edits_continues_as_a_new_card_that_the_next_rev
     second, third = card.revision(2), card.revision(3)
     assert (second["op"], third["op"]) == ("send", "update")
     assert third["message_id"] == second["message_id"] != first["message_id"]
+    fate = card.http.get("/events/external/build-2").json()["data"]  # what the partner reads of it
+    assert (fate["status"], fate["continued_from"], fate["message_id"]) == (
+        "succeeded",
+        first["message_id"],
+        second["message_id"],
+    )
+    listed = card.http.get("/events/external", params={"status": "succeeded"}).json()["data"]["items"]
+    assert [item["event_id"] for item in listed] == ["build-3", "build-2", "build-1"]
 
 
 def test_a_card_whose_sending_app_left_herald_continues_through_the_tenants_current_app(card: CardOfATenant) -> None:

@@ -73,6 +73,20 @@ OWNER_CONFIRM = {
     "processed_action": "",
     "processed_at_ms": 0,
 }
+EVENT_FATE = {
+    "event_id": "evt-2",
+    "event_type": "job.progress",
+    "status": "succeeded",
+    "blocked": False,
+    "card": {"event_id": "job-42", "revision": 2},
+    "target": {"receive_id_type": "chat_id", "receive_id": "oc_demo"},
+    "message_id": "om_dc13264520392913993dd051dba21dcf",
+    "superseded_by": None,
+    "continued_from": None,
+    "attempts": [{"at_ms": T0 + 40, "operation": "update", "outcome": "done", "code": 0}],
+    "accepted_at_ms": T0,
+    "completed_at_ms": T0 + 45,
+}
 NOTIFY = {"user_id": "10002", "kind": "QUESTION_PENDING", "session_id": "s-42", "tail": "q-9"}
 
 # operation id -> (request body or None, the answer's data)
@@ -174,6 +188,8 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
         },
         {"event_id": "evt-2", "duplicate": False, "status": "accepted"},
     ),
+    "events.getExternalEvent": (None, EVENT_FATE),
+    "events.listExternalEvents": (None, {"items": [EVENT_FATE], "next_page_token": ""}),
     "turns.postMessage": (
         {"text": "and the tests?", "lang": "en"},
         {"message_id": "msg_6ea21a58bd55e7272b38cec21ad7c02e", "delivery": "queued", "position": 1},

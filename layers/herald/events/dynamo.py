@@ -36,7 +36,7 @@ from herald.events.rows import (
     lane_pk,
 )
 from herald.retry import with_backoff
-from herald.tables import Cancelled, Database, Transaction, condition_failed, ttl
+from herald.tables import Cancelled, Database, Transaction, condition_failed, key_names, page, ttl
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -111,6 +111,41 @@ class DynamoEventStore:
         rows = jobs.by_attention.query(IN_FLIGHT, jobs.attention_sk < f"{before_ms:013d}")
         return [row.job() for row in rows if row.item_type == JOB_ITEM]
 
+    def event_job(self, service_id: str, event_id: str) -> Job | None:
+        """The job of the service's event, by its dedup record (a record from before lanes were kept on it: its
+        job found among the service's by when it was received)."""
+        try:
+            record = self._records.get(event_pk(service_id, event_id), EVENT, consistent_read=True)
+        except self._records.DoesNotExist:
+            return None
+        if record.lane:
+            job = self.job(record.lane, record.seq)
+        else:
+            jobs = self._jobs
+            rows = jobs.by_service.query(service_id, jobs.received_at_ms == record.received_at_ms)
+            job = next((row.job() for row in rows if row.event_id == event_id and row.seq == record.seq), None)
+        return job if job is not None and job.event.event_id == event_id else None
+
+    def service_jobs(
+        self, service_id: str, status: JobStatus | None, limit: int, page_token: str
+    ) -> tuple[list[Job], str]:
+        jobs = self._jobs
+        only = jobs.status == str(status) if status is not None else None
+        rows, token = page(
+            lambda start: jobs.by_service.query(
+                service_id,
+                scan_index_forward=False,
+                filter_condition=only,
+                limit=limit,
+                page_size=limit,
+                last_evaluated_key=start,
+            ),
+            page_token,
+            {"service": service_id, "status": str(status or "")},
+            key_names(jobs, jobs.by_service),
+        )
+        return [row.job() for row in rows], token
+
     # ------------------------------------------------------------------ writes
     def append(self, lane: Lane, event: ExternalEvent, clock: Clock, tenant: str = "") -> Job:
         """The event becomes job `next_seq + 1` of its lane in one transaction with the lane's counter and its
@@ -137,7 +172,11 @@ class DynamoEventStore:
         )
         heads, records = self._heads, self._records
         record = records(
-            pk=event_pk(service_id, event.event_id), seq=job.seq, content_hash=job.content_hash, received_at_ms=now
+            pk=event_pk(service_id, event.event_id),
+            lane=lane.key,
+            seq=job.seq,
+            content_hash=job.content_hash,
+            received_at_ms=now,
         )
 
         def write(transaction: Transaction) -> None:

@@ -220,7 +220,12 @@ class Job:
             expires_at_s=expires_at_ms // 1000,
             resolutions=(
                 *self.resolutions,
-                resolution("superseded", "herald", now, replaced_by=(newer.event.revision or 0, newer.job_id)),
+                resolution(
+                    "superseded",
+                    "herald",
+                    now,
+                    replaced_by=(newer.event.revision or 0, newer.job_id, newer.event.event_id),
+                ),
             ),
         )
 

@@ -41,6 +41,7 @@ Resolution = TypedDict(
         "message_id": str,
         "revision": int,
         "job_id": str,
+        "event_id": str,
     },
     total=False,
 )
@@ -54,10 +55,10 @@ def resolution(
     was: str | None = None,
     note: str | None = None,
     message_id: str = "",
-    replaced_by: tuple[int, str] | None = None,
+    replaced_by: tuple[int, str, str] | None = None,
 ) -> Resolution:
     """The one builder of a resolution: only the fields it has are recorded (`was`: the job's status before it;
-    `replaced_by`: the revision and job id of the newer revision that superseded it)."""
+    `replaced_by`: the revision, job id and event id of the newer revision that superseded it)."""
     record = Resolution(action=action, by=by, at_ms=at_ms)
     if was is not None:
         record["from"] = str(was)
@@ -66,7 +67,7 @@ def resolution(
     if message_id:
         record["message_id"] = message_id
     if replaced_by is not None:
-        record["revision"], record["job_id"] = replaced_by
+        record["revision"], record["job_id"], record["event_id"] = replaced_by
     return record
 
 

@@ -1,15 +1,18 @@
-"""`POST /events/external` (contract §3): partner services post events with their service key."""
+"""`/events/external` (contract §3): partner services post events with their service key, and read what became of
+them with the same key."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
+from herald.events.jobs import JobStatus
 from herald.events.models import ExternalEvent, Target
-from herald.events.wiring import intake
+from herald.events.status import MAX_PAGE_SIZE
+from herald.events.wiring import intake, statuses
 from herald.observability import metrics
 from herald.web.envelope import PARTNER, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.security import CurrentService
@@ -101,3 +104,76 @@ def post_external_event(request: Request, body: ExternalEventIn, caller: Current
     )
     envelope = ok(request, AcceptedOut(event_id=accepted.event_id, duplicate=accepted.duplicate))
     return JSONResponse(status_code=202, content=envelope.model_dump())
+
+
+class CardRef(ApiModel):
+    event_id: str = Field(description="the card id (the body's data.event_id)")
+    revision: int
+
+
+class TargetOut(ApiModel):
+    receive_id_type: str
+    receive_id: str
+
+
+class SupersededBy(ApiModel):
+    revision: int | None
+    event_id: str | None = Field(description="the event of the newer revision sent instead (null: recorded before)")
+
+
+class AttemptOut(ApiModel):
+    at_ms: int
+    operation: Literal["send", "update"]
+    outcome: Literal["done", "refused", "throttled", "unanswered", "interrupted"]
+    code: int = Field(description="Feishu's code (0: none)")
+
+
+class EventFateOut(ApiModel):
+    event_id: str
+    event_type: str
+    status: JobStatus
+    blocked: bool = Field(description="it holds up the service's later events until settled or resolved")
+    card: CardRef | None
+    target: TargetOut
+    message_id: str | None = Field(description="the Feishu message it went to")
+    superseded_by: SupersededBy | None
+    continued_from: str | None = Field(description="the message its card continues (Feishu no longer edits it)")
+    attempts: list[AttemptOut] = Field(description="each call Herald made to Feishu for it, oldest first")
+    accepted_at_ms: int
+    completed_at_ms: int | None
+
+
+class EventFatePage(ApiModel):
+    items: list[EventFateOut]
+    next_page_token: str = Field(description="the next page's token; empty after the last page")
+
+
+@router.get(
+    "/events/external",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT"),
+    response_model=Envelope[EventFatePage],
+    summary="The service's events, newest first, with what became of each (a page may hold fewer than page_size"
+    " when filtered by status: follow next_page_token until it is empty)",
+)
+def list_external_events(
+    request: Request,
+    caller: CurrentService,
+    status: Annotated[JobStatus | None, Query()] = None,
+    page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 20,
+    page_token: Annotated[str, Query(max_length=1024)] = "",
+) -> Envelope[EventFatePage]:
+    found = statuses().list(caller.service_id, status, page_size, page_token)
+    items = [EventFateOut.model_validate(item) for item in found.items]
+    return ok(request, EventFatePage(items=items, next_page_token=found.next_page_token))
+
+
+@router.get(
+    "/events/external/{event_id:path}",
+    responses=errors(*SERVICE, "NOT_FOUND"),
+    response_model=Envelope[EventFateOut],
+    summary="What became of one of the service's events (another service's, or an unknown id: 404)",
+)
+def get_external_event(
+    request: Request, caller: CurrentService, event_id: Annotated[str, Path(max_length=128)]
+) -> Envelope[EventFateOut]:
+    return ok(request, EventFateOut.model_validate(statuses().get(caller.service_id, event_id)))

@@ -7,8 +7,10 @@ is the dispatch outbox.
 * `pk = SVC#<lane>, sk = JOB#<seq>` — a job; while `failed`/`unknown` it carries `attention` (its status)
   and `attention_sk` (when it blocked), the keys of the sparse GSI `by_attention` operators list blocked jobs
   from; while marked and running, `attention = running` and `attention_sk` its lease's end, so the events
-  janitor finds a side effect whose worker died;
-* `pk = EVT#<service>#<event_id>, sk = EVENT` — the dedup record of an event id (its sequence and hash);
+  janitor finds a side effect whose worker died; every job is in the GSI `by_service` (`service_id`,
+  `received_at_ms`), which lists a service's events newest first for its partner;
+* `pk = EVT#<service>#<event_id>, sk = EVENT` — the dedup record of an event id (its lane, sequence and hash):
+  how a partner's read of its event finds the job;
 * `pk = CARD#<service>#<card_id>#<type>:<receive_id>, sk = CARD` — where a card was delivered, and its revision.
 Finished jobs and their dedup records expire by TTL (`expires_at`, epoch seconds) after the retention.
 """
@@ -47,6 +49,17 @@ class ByAttention(GlobalSecondaryIndex["JobRow"]):
 
     attention = UnicodeAttribute(hash_key=True)
     attention_sk = UnicodeAttribute(range_key=True)
+
+
+class ByService(GlobalSecondaryIndex["JobRow"]):
+    """A service's jobs by when they were received: what its partner lists (GET /events/external)."""
+
+    class Meta:
+        index_name = "by_service"
+        projection = AllProjection()
+
+    service_id = UnicodeAttribute(hash_key=True)
+    received_at_ms = IntAttribute(range_key=True)
 
 
 class JobRow(Model):
@@ -89,6 +102,7 @@ class JobRow(Model):
     updated_at_ms = IntAttribute(null=True)
     expires_at = TTLAttribute(null=True)
     by_attention = ByAttention()
+    by_service = ByService()
 
     def job(self) -> Job:
         stored = {name: getattr(self, name) for name in CHANGEABLE if name != "expires_at_s"}
@@ -132,6 +146,7 @@ class EventRecordRow(Model):
     pk = UnicodeAttribute(hash_key=True)  # EVT#<service>#<event_id>
     sk = UnicodeAttribute(range_key=True, default=EVENT)
     item_type = UnicodeAttribute(default="event")
+    lane = UnicodeAttribute(null=True)  # the lane its job is in (absent: recorded before lanes were kept here)
     seq = IntAttribute()
     content_hash = UnicodeAttribute()
     received_at_ms = IntAttribute()

@@ -16,6 +16,7 @@ from herald.events.pacing import FeishuLimits, FeishuPace
 from herald.events.policy import DispatchPolicy
 from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
+from herald.events.status import EventStatuses
 from herald.limits.service import RateLimiter
 from herald.limits.wiring import governor, rate_limiter, target_limit
 from herald.observability import metrics
@@ -139,6 +140,11 @@ def _outcome_metric(outcome: str) -> str:
 def events_janitor(c: Container) -> EventsJanitor:
     grace_ms = c.settings.events_janitor_grace_seconds * 1000
     return EventsJanitor(event_store(c), dispatch_queue(c).publish, grace_ms, clock=c.clock)
+
+
+@part
+def statuses(c: Container) -> EventStatuses:
+    return EventStatuses(event_store(c))
 
 
 @part
