@@ -77,7 +77,7 @@ def test_each_lane_is_its_own_message_group_so_lanes_run_side_by_side(
     groups = sorted({m["Attributes"]["MessageGroupId"] for m in waiting["Messages"]})
     assert groups == ["progress/chat_id:oc_ops", "progress/chat_id:oc_other", "scheduler"]
     bodies = [json.loads(m["Body"]) for m in waiting["Messages"]]
-    assert {"lane": "progress/chat_id:oc_other", "seq": 1, "why": "new"} in bodies
+    assert {"v": 1, "lane": "progress/chat_id:oc_other", "seq": 1, "why": "new"} in bodies
 
 
 def test_a_cards_revisions_share_its_lane_and_are_coalesced_there(

@@ -192,3 +192,15 @@ def test_the_list_is_newest_first_paged_and_filtered_by_status(
 def test_a_careless_listing_is_a_clear_400(partner: Reader, query: dict[str, Any]) -> None:
     answer = partner.page(**query)
     assert answer.status_code == 400 and answer.json()["code"] == "INVALID_ARGUMENT", answer.text
+
+
+def test_a_key_of_the_same_service_for_another_tenant_reads_none_of_its_events(
+    partner: Reader, api: TestClient, service_keys: ServiceKeys
+) -> None:
+    """Service ids are the stack's; an event is read only for the tenant it was accepted for."""
+    partner.accept("e1")
+    key, _ = service_keys.create_key("scheduler", ["/events/external"], ["globex"], targets=["chat_id:oc_ops"])
+    other_tenant = {"Authorization": f"Bearer {key}"}
+    assert api.get("/events/external/e1", headers=other_tenant).status_code == 404
+    assert api.get("/events/external", headers=other_tenant).json()["data"]["items"] == []
+    assert partner.fate("e1")["status"] == "queued"

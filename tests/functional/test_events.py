@@ -559,7 +559,7 @@ def test_a_drain_out_of_time_after_progress_hands_over_to_a_new_nudge_instead_of
     assert titles(feishu) == ["one"]
     events.sqs.delete_message(QueueUrl=events.queue_url, ReceiptHandle=message["ReceiptHandle"])
     waiting = events.sqs.receive_message(QueueUrl=events.queue_url, MaxNumberOfMessages=10)["Messages"]
-    assert {"lane": "scheduler", "seq": 1, "why": "continue"} in [json.loads(m["Body"]) for m in waiting]
+    assert {"v": 1, "lane": "scheduler", "seq": 1, "why": "continue"} in [json.loads(m["Body"]) for m in waiting]
     for waiting_message in waiting:
         events.sqs.change_message_visibility(
             QueueUrl=events.queue_url, ReceiptHandle=waiting_message["ReceiptHandle"], VisibilityTimeout=0

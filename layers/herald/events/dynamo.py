@@ -127,10 +127,12 @@ class DynamoEventStore:
         return job if job is not None and job.event.event_id == event_id else None
 
     def service_jobs(
-        self, service_id: str, status: JobStatus | None, limit: int, page_token: str
+        self, service_id: str, tenant: str, status: JobStatus | None, limit: int, page_token: str
     ) -> tuple[list[Job], str]:
         jobs = self._jobs
-        only = jobs.status == str(status) if status is not None else None
+        only = (jobs.tenant == tenant) | jobs.tenant.does_not_exist()
+        if status is not None:
+            only &= jobs.status == str(status)
         rows, token = page(
             lambda start: jobs.by_service.query(
                 service_id,
@@ -141,7 +143,7 @@ class DynamoEventStore:
                 last_evaluated_key=start,
             ),
             page_token,
-            {"service": service_id, "status": str(status or "")},
+            {"service": service_id, "tenant": tenant, "status": str(status or "")},
             key_names(jobs, jobs.by_service),
         )
         return [row.job() for row in rows], token

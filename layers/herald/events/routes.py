@@ -162,7 +162,7 @@ def list_external_events(
     page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 20,
     page_token: Annotated[str, Query(max_length=1024)] = "",
 ) -> Envelope[EventFatePage]:
-    found = statuses().list(caller.service_id, status, page_size, page_token)
+    found = statuses().list(caller.service_id, caller.delivery_tenant, status, page_size, page_token)
     items = [EventFateOut.model_validate(item) for item in found.items]
     return ok(request, EventFatePage(items=items, next_page_token=found.next_page_token))
 
@@ -176,4 +176,5 @@ def list_external_events(
 def get_external_event(
     request: Request, caller: CurrentService, event_id: Annotated[str, Path(max_length=128)]
 ) -> Envelope[EventFateOut]:
-    return ok(request, EventFateOut.model_validate(statuses().get(caller.service_id, event_id)))
+    fate = statuses().get(caller.service_id, caller.delivery_tenant, event_id)
+    return ok(request, EventFateOut.model_validate(fate))

@@ -1,6 +1,7 @@
 """External events, what became of them (contract §3): a partner reads the fate of its own events with the key it
-posts them with, one by its event id or a page of them, newest first. Another service's event and an event
-that does not exist (or whose retention ended) read the same: not found."""
+posts them with, one by its event id or a page of them, newest first. An event is read only by keys of its
+service and of the tenant it was accepted for; another's event and an event that does not exist (or whose
+retention ended) read the same: not found."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ class StatusStore(Protocol):
         ...
 
     def service_jobs(
-        self, service_id: str, status: JobStatus | None, limit: int, page_token: str
+        self, service_id: str, tenant: str, status: JobStatus | None, limit: int, page_token: str
     ) -> tuple[list[Job], str]:
-        """A page of the service's jobs, newest first (of `status` only, when given), and the next page's token."""
+        """A page of the service's jobs accepted for `tenant` (or before tenants were recorded), newest first (of
+        `status` only, when given), and the next page's token."""
         ...
 
 
@@ -63,18 +65,19 @@ class EventStatuses:
     def __init__(self, store: StatusStore) -> None:
         self._store = store
 
-    def get(self, service_id: str, event_id: str) -> dict[str, Any]:
+    def get(self, service_id: str, tenant: str, event_id: str) -> dict[str, Any]:
+        """The event's fate, read by a key of its service and of the tenant it was accepted for."""
         job = self._store.event_job(service_id, event_id)
-        if job is None or job.service_id != service_id:
+        if job is None or job.service_id != service_id or job.tenant not in (None, tenant):
             raise NotFound("no such event")
         return event_fate(job)
 
-    def list(self, service_id: str, status: str | None, page_size: int, page_token: str) -> EventPage:
+    def list(self, service_id: str, tenant: str, status: str | None, page_size: int, page_token: str) -> EventPage:
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidArgument(f"page_size is 1 to {MAX_PAGE_SIZE}")
         try:
             wanted = JobStatus(status) if status else None
         except ValueError as exc:
             raise InvalidArgument(f"status is one of {', '.join(JobStatus)}", reason="unknown_status") from exc
-        jobs, token = self._store.service_jobs(service_id, wanted, page_size, page_token)
+        jobs, token = self._store.service_jobs(service_id, tenant, wanted, page_size, page_token)
         return EventPage([event_fate(job) for job in jobs], token)
