@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from herald.confirms.owners.signing import InvalidSignature, get_content, verify
+from herald.webhook_signing import InvalidSignature, get_content, verify
 from herald_client import HeraldError, ServiceClient
 from herald_dev.fakes._server import LoopbackServer, Request, Response
 

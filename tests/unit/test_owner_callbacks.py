@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from herald.callback_urls import EndpointUnreachable, ForbiddenUrl, check_public, parse
 from herald.confirms.businesses import BusinessRefused
 from herald.confirms.models import Action, Confirm, ConfirmStatus, OwnerState
-from herald.confirms.owners.addresses import ForbiddenUrl, check_public, parse
-from herald.confirms.owners.callbacks import OwnerUnreachable, RemoteOwner, command_webhook_id
+from herald.confirms.owners.callbacks import RemoteOwner, command_webhook_id
 from herald.confirms.owners.models import ROTATION_OVERLAP_MS, OwnerSpec, Registration
-from herald.confirms.owners.signing import InvalidSignature, new_secret, sign, verify
 from herald.errors import UpstreamError
+from herald.webhook_signing import InvalidSignature, new_secret, sign, verify
 
 NOW_MS = 1_796_000_000_000
 # The Standard Webhooks reference library's test secret and message (libraries/python/tests).
@@ -258,7 +258,7 @@ def test_a_409_is_a_refusal_with_a_named_reason_or_owner_refused(answer: tuple[i
         (200, b"[1]"),
         (200, b'{"state":"maybe"}'),
         (200, b"{}"),
-        OwnerUnreachable("timed out"),
+        EndpointUnreachable("timed out"),
     ],
 )
 def test_anything_else_is_the_owner_being_unavailable(answer: tuple[int, bytes] | Exception) -> None:

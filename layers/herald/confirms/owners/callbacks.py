@@ -14,26 +14,16 @@ import json
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
+from herald.callback_urls import CallbackTransport, EndpointUnreachable, request_target
 from herald.clock import Clock, now_ms
 from herald.confirms.businesses import OWNER_REFUSED, BusinessHandler, BusinessRefused, OwnerSilent
 from herald.confirms.models import Action, Confirm, OwnerFact, OwnerState, view
-from herald.confirms.owners.addresses import request_target
 from herald.confirms.owners.models import Registration
-from herald.confirms.owners.signing import get_content, sign
 from herald.errors import UpstreamError
+from herald.webhook_signing import get_content, sign
 
 ACTION = "confirm.action"
 EXPIRE = "confirm.expire"
-
-
-class OwnerUnreachable(Exception):
-    """The call got no usable answer (refused address, no connection, timeout, an oversized answer)."""
-
-
-class CallbackTransport(Protocol):
-    def call(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> tuple[int, bytes]:
-        """One request to an owner: its status and body; OwnerUnreachable when none came."""
-        ...
 
 
 class RegistrationLookup(Protocol):
@@ -106,7 +96,7 @@ class RemoteOwner:
             headers["content-type"] = "application/json"
         try:
             return self._transport.call(method, url, headers, body if method == "POST" else None)
-        except OwnerUnreachable as exc:
+        except EndpointUnreachable as exc:
             raise OwnerSilent(f"the owner service did not answer: {exc}") from exc
 
     @staticmethod

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
+from herald.callback_urls import ForbiddenUrl, UrlPolicy
 from herald.clock import Clock, now_ms
 from herald.confirms.models import Action, Button, Confirm, ConfirmDraft
-from herald.confirms.owners.addresses import ForbiddenUrl, UrlPolicy
 from herald.confirms.owners.models import (
     BUSINESS_ID,
     BUSINESS_TYPE,
@@ -31,10 +31,10 @@ from herald.confirms.owners.models import (
     RegistrationExists,
     StaleRegistration,
 )
-from herald.confirms.owners.signing import new_secret
 from herald.confirms.service import USER_ID, Confirms
 from herald.errors import Conflict, InvalidArgument, NotFound
 from herald.plain_text import plain_text_problem
+from herald.webhook_signing import new_secret
 
 SOURCE_PREFIX = "owner:"
 _STYLES = ("primary", "secondary", "danger")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from herald.confirms.owners.addresses import UrlPolicy
+from herald.callback_urls import UrlPolicy
 from herald.confirms.owners.dynamo import DynamoRegistrationStore
 from herald.container import Container, part
 from herald.limits.service import RateLimiter
@@ -25,7 +25,7 @@ def registration_store(c: Container) -> DynamoRegistrationStore:
 @part
 def url_policy(c: Container) -> UrlPolicy:
     """Where callbacks may go, checked at registration and again at every call."""
-    from herald.providers.owner_http import SocketResolver
+    from herald.providers.callback_http import SocketResolver
 
     settings = c.settings
     return UrlPolicy(
@@ -38,7 +38,7 @@ def url_policy(c: Container) -> UrlPolicy:
 @part
 def registered_owners(c: Container) -> RegisteredOwners:
     from herald.confirms.owners.callbacks import RegisteredOwners
-    from herald.providers.owner_http import GuardedTransport
+    from herald.providers.callback_http import GuardedTransport
 
     transport = GuardedTransport(url_policy(c), total_s=c.settings.owner_call_total_ms / 1000)
     return RegisteredOwners(registration_store(c), transport, clock=c.clock)

@@ -1,4 +1,5 @@
-"""Where Herald may send an owner's callback: the rules against server-side request forgery.
+"""Where Herald may send a callback (an owner service's, a partner's status webhook): the rules against
+server-side request forgery, and the port every callback goes out through.
 
 A callback URL is https (in AWS), names a host without credentials or fragment, and every address that host
 resolves to is a public one: never loopback, private, link-local (the instance metadata service at
@@ -25,6 +26,16 @@ _EMBEDS_IPV4_LAST_32 = tuple(
     ipaddress.IPv6Network(net) for net in ("::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48")
 )
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+class EndpointUnreachable(Exception):
+    """The call got no usable answer (refused address, no connection, timeout, an oversized answer)."""
+
+
+class CallbackTransport(Protocol):
+    def call(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> tuple[int, bytes]:
+        """One request to a callback URL: its status and body; EndpointUnreachable when none came."""
+        ...
 
 
 class ForbiddenUrl(ValueError):

@@ -1,6 +1,7 @@
-"""Calls to owner services' callback URLs, guarded against server-side request forgery and slow owners.
+"""Calls to callback URLs (owner services', partners' status webhooks), guarded against server-side request
+forgery and slow receivers.
 
-The host is resolved once per call and every address checked (`herald.confirms.owners.addresses`); the connection
+The host is resolved once per call and every address checked (`herald.callback_urls`); the connection
 then goes to a checked address, with the URL's host name for the Host header and TLS (SNI and certificate),
 so a name cannot resolve to a public address for the check and a private one for the call. No redirect is
 followed and an answer larger than `max_answer_bytes` is not read.
@@ -19,8 +20,7 @@ import threading
 from types import TracebackType
 
 from herald import budgets
-from herald.confirms.owners.addresses import ForbiddenUrl, Target, UrlPolicy
-from herald.confirms.owners.callbacks import OwnerUnreachable
+from herald.callback_urls import EndpointUnreachable, ForbiddenUrl, Target, UrlPolicy
 
 
 class SocketResolver:
@@ -82,7 +82,9 @@ class GuardedTransport:
         max_answer_bytes: int = 64 * 1024,
         total_s: float = budgets.OWNER_CALL_TOTAL_S,
         connect_s: float = budgets.PROVIDER_CONNECT_S,
+        user_agent: str = "Herald-Confirms/1",
     ) -> None:
+        self._user_agent = user_agent
         self._urls = urls
         self._max = max_answer_bytes
         self._total_s = total_s
@@ -91,14 +93,14 @@ class GuardedTransport:
 
     def call(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> tuple[int, bytes]:
         try:
-            budgets.ensure_time_for_provider_call(f"owner callback {method}")
+            budgets.ensure_time_for_provider_call(f"callback {method}")
             target, addresses = self._urls.resolve(url)
         except (ForbiddenUrl, budgets.OutOfTime) as exc:
-            raise OwnerUnreachable(str(exc)) from exc
+            raise EndpointUnreachable(str(exc)) from exc
         connection = _PinnedConnection(target, addresses[0], self._connect_s, self._total_s, self._tls)
         name = f"[{target.host}]" if ":" in target.host else target.host  # an IPv6 literal goes in brackets
         host_header = name if target.port == (443 if target.scheme == "https" else 80) else f"{name}:{target.port}"
-        sent = {**headers, "host": host_header, "user-agent": "Herald-Confirms/1", "connection": "close"}
+        sent = {**headers, "host": host_header, "user-agent": self._user_agent, "connection": "close"}
         watchdog = _Watchdog(connection, self._total_s)
         try:
             with watchdog:
@@ -107,10 +109,10 @@ class GuardedTransport:
                 answer = response.read(self._max + 1)
         except Exception as exc:  # any way a call can fail in transit is the owner not answering, never a 500
             if watchdog.fired:
-                raise OwnerUnreachable(f"{method}: no whole answer within {self._total_s:g} s") from exc
-            raise OwnerUnreachable(f"{method} failed: {type(exc).__name__}") from exc
+                raise EndpointUnreachable(f"{method}: no whole answer within {self._total_s:g} s") from exc
+            raise EndpointUnreachable(f"{method} failed: {type(exc).__name__}") from exc
         if watchdog.fired:
-            raise OwnerUnreachable(f"{method}: no whole answer within {self._total_s:g} s")
+            raise EndpointUnreachable(f"{method}: no whole answer within {self._total_s:g} s")
         if len(answer) > self._max:
-            raise OwnerUnreachable(f"the answer is larger than {self._max} bytes")
+            raise EndpointUnreachable(f"the answer is larger than {self._max} bytes")
         return response.status, answer
