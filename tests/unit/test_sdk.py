@@ -93,3 +93,19 @@ def test_errors_are_typed_with_their_named_reason_and_a_limit_still_hit_is_raise
     with pytest.raises(RateLimited) as still:
         AppClient("http://herald.test", "jwt", http=http, retries=1, sleep=lambda _: None).unread_count()
     assert still.value.retry_after_s == 1
+
+
+def test_a_partner_reads_an_event_by_its_escaped_id_and_lists_its_events_page_after_page() -> None:
+    http, seen = answers(
+        envelope(200, data={"event_id": "ci/run 7", "status": "succeeded"}),
+        envelope(200, data={"items": [{"event_id": "e3"}, {"event_id": "e2"}], "next_page_token": "t2"}),
+        envelope(200, data={"items": [{"event_id": "e1"}], "next_page_token": ""}),
+    )
+    client = ServiceClient("http://herald.test", "hk_x", http=http)
+    assert client.get_event("ci/run 7")["status"] == "succeeded"
+    assert [e["event_id"] for e in client.list_events(status="failed", page_size=2)] == ["e3", "e2", "e1"]
+    assert seen[0].url.raw_path == b"/events/external/ci%2Frun%207"
+    assert [dict(r.url.params) for r in seen[1:]] == [
+        {"status": "failed", "page_size": "2"},
+        {"status": "failed", "page_size": "2", "page_token": "t2"},
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 
@@ -12,6 +13,17 @@ from herald_client.transport import Transport
 
 Json = dict[str, Any]
 Step = Literal["finish", "suspend", "resume"]
+
+
+def every_item(transport: Transport, path: str, params: Json) -> Iterator[Json]:
+    """Each item of a paged listing, following `next_page_token` until it is empty."""
+    token = ""
+    while True:
+        page = transport.call("GET", path, params={**params, "page_token": token or None})
+        yield from page["items"]
+        token = page["next_page_token"]
+        if not token:
+            return
 
 
 class AppClient:
@@ -63,14 +75,8 @@ class AppClient:
         )
 
     def confirms_with(self, peer_user_id: str, page_size: int = 50) -> Iterator[Json]:
-        token = ""
-        while True:
-            params = {"peer_user_id": peer_user_id, "page_size": page_size, "page_token": token or None}
-            page = self._t.call("GET", "/api/v1/message/action-confirms", params=params)
-            yield from page["items"]
-            token = page["next_page_token"]
-            if not token:
-                return
+        params = {"peer_user_id": peer_user_id, "page_size": page_size}
+        return every_item(self._t, "/api/v1/message/action-confirms", params)
 
     # inbox
     def notifications(self, unread_only: bool = False, page_size: int = 20, page_token: str = "") -> Json:
@@ -131,6 +137,14 @@ class ServiceClient:
         return self._t.call(
             "POST", "/events/external", json={"event_id": event_id, "event_type": event_type, "data": data}
         )
+
+    def get_event(self, event_id: str) -> Json:
+        """What became of one of the service's events: its status, whether it blocks, its attempts."""
+        return self._t.call("GET", f"/events/external/{quote(event_id, safe='')}")
+
+    def list_events(self, status: str | None = None, page_size: int = 20) -> Iterator[Json]:
+        """The service's events, newest first (of one status, when given), page after page."""
+        return every_item(self._t, "/events/external", {"status": status, "page_size": page_size})
 
     # partner: inbox producer (idempotent by the dedup key user_id:kind:session_id:tail)
     def notify(self, user_id: str, kind: str, session_id: str, tail: str, title: str, **fields: Any) -> Json:
@@ -205,6 +219,8 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "inbox.record": ServiceClient.notify,
     "inbox.resolve": ServiceClient.resolve,
     "events.postExternalEvent": ServiceClient.post_event,
+    "events.getExternalEvent": ServiceClient.get_event,
+    "events.listExternalEvents": ServiceClient.list_events,
     "turns.postMessage": AppClient.send,
     "turns.cancelMessage": AppClient.cancel,
     "turns.listEvents": AppClient.session_events,
