@@ -32,6 +32,8 @@ TEST_ENV = {
     "HERALD_EVENTS_TABLE": "test-ExternalEventsTable",
     "HERALD_EVENTS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsQueue.fifo",
     "HERALD_EVENTS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsDeadLetters.fifo",
+    "HERALD_EVENT_WEBHOOKS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventWebhooksQueue.fifo",
+    "HERALD_EVENT_WEBHOOKS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventWebhooksDeadLetters.fifo",
     "HERALD_TURNS_TABLE": "test-TurnsTable",
     "HERALD_TURNS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-TurnsQueue.fifo",
     "HERALD_RATE_LIMITS_TABLE": "test-RateLimitsTable",

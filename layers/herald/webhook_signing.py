@@ -16,6 +16,8 @@ from collections.abc import Mapping
 
 PREFIX = "whsec_"
 TOLERANCE_S = 5 * 60
+# After a rotation the old secret still signs (beside the new one) this long: the receiver deploys the new one.
+ROTATION_OVERLAP_MS = 24 * 3_600_000
 
 
 class InvalidSignature(Exception):
@@ -24,6 +26,12 @@ class InvalidSignature(Exception):
 
 def new_secret() -> str:
     return PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def live_secrets(current: str, previous: str, previous_until_ms: int, now_ms: int) -> tuple[str, ...]:
+    """The secrets a callback is signed with now: the current one, and the one it replaced while the rotation
+    overlap lasts."""
+    return (current, previous) if previous and now_ms < previous_until_ms else (current,)
 
 
 def get_content(target: str) -> bytes:

@@ -44,6 +44,8 @@ def main() -> None:
         stack = create_stack()
         os.environ["HERALD_EVENTS_QUEUE_URL"] = stack.resolve({"Ref": "EventsQueue"})
         os.environ["HERALD_EVENTS_DLQ_URL"] = stack.resolve({"Ref": "EventsDeadLetters"})
+        os.environ["HERALD_EVENT_WEBHOOKS_QUEUE_URL"] = stack.resolve({"Ref": "EventWebhooksQueue"})
+        os.environ["HERALD_EVENT_WEBHOOKS_DLQ_URL"] = stack.resolve({"Ref": "EventWebhooksDeadLetters"})
         clear_herald_caches()
         from herald.api.app import create_app
         from herald.auth.dynamo import DynamoServiceKeyStore

@@ -94,7 +94,10 @@ def feishu() -> Iterator[FakeFeishu]:
 @pytest.fixture
 def events(aws: StackTemplate, feishu: FakeFeishu) -> EventsPipeline:
     reconfigure(
-        events_queue_url=aws.resolve({"Ref": "EventsQueue"}), events_dlq_url=aws.resolve({"Ref": "EventsDeadLetters"})
+        events_queue_url=aws.resolve({"Ref": "EventsQueue"}),
+        events_dlq_url=aws.resolve({"Ref": "EventsDeadLetters"}),
+        event_webhooks_queue_url=aws.resolve({"Ref": "EventWebhooksQueue"}),
+        event_webhooks_dlq_url=aws.resolve({"Ref": "EventWebhooksDeadLetters"}),
     )
     return EventsPipeline(aws)
 

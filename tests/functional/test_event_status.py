@@ -204,3 +204,8 @@ def test_a_key_of_the_same_service_for_another_tenant_reads_none_of_its_events(
     assert api.get("/events/external/e1", headers=other_tenant).status_code == 404
     assert api.get("/events/external", headers=other_tenant).json()["data"]["items"] == []
     assert partner.fate("e1")["status"] == "queued"
+
+
+def test_an_event_id_with_a_slash_reads_the_same_written_plainly_or_escaped(partner: Reader) -> None:
+    partner.accept("ci/run-7")
+    assert partner.fate("ci/run-7")["event_id"] == partner.fate("ci%2Frun-7")["event_id"] == "ci/run-7"

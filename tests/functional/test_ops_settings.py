@@ -16,8 +16,12 @@ from herald_ops.cli import main
 
 from herald.clock import now_ms
 from herald.events.dynamo import DynamoEventStore
+from herald.events.jobs import JobStatus
 from herald.events.models import ExternalEvent, Lane
 from herald.events.records import CallOutcome, provider_call
+from herald.events.webhooks.dynamo import DynamoWebhookStore
+from herald.events.webhooks.models import StatusWebhook
+from herald.webhook_signing import new_secret
 from tests.support.deployed import deployed_stack
 
 STACK = "herald-prod"
@@ -174,3 +178,20 @@ def test_events_show_prints_each_call_to_feishu_as_a_timeline_line_and_as_record
     assert lines[at].split() == ["calls", "2"]
     assert "operation=send, outcome=throttled, code=99991400" in lines[at + 1]
     assert "outcome=unanswered" in lines[at + 2] and lines[at + 2].lstrip().startswith("·")
+
+
+def test_events_webhooks_lists_each_services_webhook_and_never_a_secret(
+    deployed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = new_secret()
+    hook = StatusWebhook(
+        "scheduler", "acme", "https://ci.example.com/hooks", frozenset({JobStatus.FAILED}), secret, 1, 2
+    )
+    DynamoWebhookStore(deployed).put(hook)
+    capsys.readouterr()
+    assert main(["events", "webhooks", "--stack", STACK, "--json"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == {**hook.view(), "previous_secret_until_ms": None} and secret not in printed
+    assert main(["events", "webhooks", "--stack", STACK]) == 0
+    table = capsys.readouterr().out
+    assert "https://ci.example.com/hooks" in table and secret not in table

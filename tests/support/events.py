@@ -1,5 +1,6 @@
 """Drives the external-event workers in process, on moto, as their event source mappings would: the events
-table's stream to the outbox function, dispatch messages to the worker (deleting what succeeded)."""
+table's stream to the outbox function, dispatch messages to the worker and status notices to the webhooks function
+(deleting what succeeded)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,16 @@ class EventsPipeline:
         self.stream = StreamTap(stack.get_att("ExternalEventsTable", "StreamArn"))
         self.outbox = load_function("events_outbox").handler
         self.worker = load_function("events_worker").handler
+        self.poster = load_function("event_webhooks").handler
+        self.notices_url = stack.resolve({"Ref": "EventWebhooksQueue"})
+        self.notices_arn = stack.get_att("EventWebhooksQueue", "Arn")
         self.queue_url = stack.resolve({"Ref": "EventsQueue"})
         self.queue_arn = stack.get_att("EventsQueue", "Arn")
         self.dlq_url = stack.resolve({"Ref": "EventsDeadLetters"})
         self.sqs = boto3.client("sqs")
         self.received: list[dict[str, Any]] = []  # every dispatch message the worker was given
-        self._deferred: list[str] = []
+        self.notices: list[dict[str, Any]] = []  # every status notice the webhooks function was given
+        self._deferred: list[tuple[str, str]] = []  # (queue, receipt handle) of messages handed back for later
         self._stream_lock = threading.Lock()  # receipt handles of messages the worker handed back for later
 
     def pump_stream(self) -> int:
@@ -40,22 +45,31 @@ class EventsPipeline:
         return len(records)
 
     def pump_queue(self, visibility_timeout: int | None = None) -> int:
-        """One receive-invoke-delete round (batch size 1, as the template's mapping)."""
-        params: dict[str, Any] = {"QueueUrl": self.queue_url, "MaxNumberOfMessages": 1, "AttributeNames": ["All"]}
+        """One receive-invoke-delete round of the dispatch queue (batch size 1, as the template's mapping)."""
+        return self._pump(self.queue_url, self.queue_arn, self.worker, visibility_timeout, self.received)
+
+    def pump_notices(self) -> int:
+        """One round of the status webhooks queue: a notice posted (or handed back for later)."""
+        return self._pump(self.notices_url, self.notices_arn, self.poster, None, self.notices)
+
+    def _pump(
+        self, url: str, arn: str, function: Any, visibility_timeout: int | None, seen: list[dict[str, Any]]
+    ) -> int:
+        params: dict[str, Any] = {"QueueUrl": url, "MaxNumberOfMessages": 1, "AttributeNames": ["All"]}
         if visibility_timeout is not None:
             params["VisibilityTimeout"] = visibility_timeout
         messages = self.sqs.receive_message(**params).get("Messages", [])
         if not messages:
             return 0
-        self.received.extend(dict(message) for message in messages)
-        event = {"Records": [sqs_record(m, self.queue_arn, "us-east-1") for m in messages]}
-        result = self.worker(event, FakeLambdaContext(remaining_ms=30_000))
+        seen.extend(dict(message) for message in messages)
+        event = {"Records": [sqs_record(m, arn, "us-east-1") for m in messages]}
+        result = function(event, FakeLambdaContext(remaining_ms=30_000))
         failed = failed_message_ids(result, [m["MessageId"] for m in messages])
         for message in messages:
             if message["MessageId"] in failed:
-                self._deferred.append(message["ReceiptHandle"])
+                self._deferred.append((url, message["ReceiptHandle"]))
             else:
-                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         return len(messages)
 
     def drain(self, rounds: int = 10) -> None:
@@ -64,12 +78,14 @@ class EventsPipeline:
             moved = self.pump_stream()
             while self.pump_queue():
                 moved += 1
+            while self.pump_notices():
+                moved += 1
             if not moved:
                 return
 
     def release_deferred(self) -> int:
-        """Make deferred dispatch messages visible again, as the end of their backoff would."""
+        """Make deferred messages (dispatch, notices) visible again, as the end of their backoff would."""
         handles, self._deferred = self._deferred, []
-        for handle in handles:
-            self.sqs.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=handle, VisibilityTimeout=0)
+        for url, handle in handles:
+            self.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
         return len(handles)

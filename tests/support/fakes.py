@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from herald.errors import NotFound
 from herald.events.cards import CardMessage, CardWrite
 from herald.events.jobs import Guard, Job, JobStatus, StaleJob
 from herald.events.models import DuplicateEvent, ExternalEvent, Lane, LaneHead, StoredEvent, Target
+from herald.events.webhooks.models import StatusWebhook
 from herald.limits.governor import Bucket
 from herald.realtime.models import Connection
 from herald.tenants.models import Tenant, TenantRules
@@ -516,3 +518,35 @@ def tenants_in_memory(required: bool = False, clock: Callable[[], int] = lambda:
     return Tenants(
         InMemoryTenantStore(), TenantRules("herald/tenants", https_only=False), required=required, clock=clock
     )
+
+
+class InMemoryWebhookStore:
+    """Status webhooks by (service, tenant)."""
+
+    def __init__(self) -> None:
+        self.webhooks: dict[tuple[str, str], StatusWebhook] = {}
+
+    def get(self, service_id: str, tenant: str) -> StatusWebhook | None:
+        return self.webhooks.get((service_id, tenant))
+
+    def put(self, webhook: StatusWebhook) -> None:
+        self.webhooks[(webhook.service_id, webhook.tenant)] = webhook
+
+    def delete(self, service_id: str, tenant: str) -> bool:
+        return self.webhooks.pop((service_id, tenant), None) is not None
+
+    def all(self) -> list[StatusWebhook]:
+        return list(self.webhooks.values())
+
+
+class StaticResolver:
+    """Every host name resolves to `address` (a public one unless a test says otherwise); an address is itself."""
+
+    def __init__(self, address: str = "93.184.215.14") -> None:
+        self.address = address
+
+    def addresses(self, host: str, port: int) -> list[str]:
+        try:
+            return [str(ipaddress.ip_address(host.strip("[]")))]
+        except ValueError:
+            return [self.address]

@@ -35,6 +35,7 @@ UPWARD = {
     ("confirms/wiring.py", "providers"): "the Tencent IM client of each tenant",
     ("confirms/owners/wiring.py", "providers"): "the guarded transport and resolver of owner callbacks",
     ("events/wiring.py", "providers"): "the Feishu client of each tenant",
+    ("events/webhooks/wiring.py", "providers"): "the guarded transport and resolver of status webhooks",
 }
 OUTSIDE_THE_DOMAIN = (
     "boto3",

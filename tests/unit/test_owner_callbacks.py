@@ -16,9 +16,9 @@ from herald.callback_urls import EndpointUnreachable, ForbiddenUrl, check_public
 from herald.confirms.businesses import BusinessRefused
 from herald.confirms.models import Action, Confirm, ConfirmStatus, OwnerState
 from herald.confirms.owners.callbacks import RemoteOwner, command_webhook_id
-from herald.confirms.owners.models import ROTATION_OVERLAP_MS, OwnerSpec, Registration
+from herald.confirms.owners.models import OwnerSpec, Registration
 from herald.errors import UpstreamError
-from herald.webhook_signing import InvalidSignature, new_secret, sign, verify
+from herald.webhook_signing import ROTATION_OVERLAP_MS, InvalidSignature, new_secret, sign, verify
 
 NOW_MS = 1_796_000_000_000
 # The Standard Webhooks reference library's test secret and message (libraries/python/tests).

@@ -14,6 +14,7 @@ import pytest
 from herald_ops.template import StackTemplate, load_template
 
 from herald import budgets
+from herald.events.webhooks.handlers import retry_in_s
 from herald.providers import http as provider_http
 from herald.settings import Settings
 
@@ -56,10 +57,19 @@ def queue_property(stack: StackTemplate, queue: str, name: str) -> Any:
 
 def test_every_queue_hides_a_message_six_times_as_long_as_its_consumer_may_run(stack: StackTemplate) -> None:
     consumers = sqs_consumers(stack)
-    assert {queue for _, queue, _ in consumers} == {"ImPushQueue", "EventsQueue"}
+    assert {queue for _, queue, _ in consumers} == {"ImPushQueue", "EventsQueue", "EventWebhooksQueue"}
     for function, queue, _ in consumers:
         visibility_ms = int(queue_property(stack, queue, "VisibilityTimeout")) * 1000
         assert visibility_ms >= budgets.VISIBILITY_PER_FUNCTION_TIMEOUT * timeout_ms(stack, function), (function, queue)
+
+
+def test_a_webhook_post_fits_its_function_and_a_notice_is_tried_for_about_six_hours(stack: StackTemplate) -> None:
+    """README: a notice an endpoint never takes is posted for about six hours, then dead-lettered."""
+    post_ms = setting(stack, "EventWebhooksFunction", "owner_call_total_ms")
+    assert timeout_ms(stack, "EventWebhooksFunction") >= post_ms + 2 * budgets.RECORD_OUTCOME_MS
+    receives = int(queue_property(stack, "EventWebhooksQueue", "RedrivePolicy")["maxReceiveCount"])
+    waited_h = sum(retry_in_s(count) for count in range(1, receives)) / 3600
+    assert 5.5 <= waited_h <= 6.5
 
 
 def test_an_im_sender_invocation_fits_a_history_lookup_and_a_send_with_their_records(stack: StackTemplate) -> None:

@@ -1,5 +1,6 @@
 """Herald's Python SDK: `AppClient` for app users, `ServiceClient` for partner services, agent engines and
-operators, `TurnReader` for an engine's turn queue. Install it alone: `pip install clients/python`."""
+operators, `TurnReader` for an engine's turn queue, `verify_webhook` for a status webhook's receiver. Install it
+alone: `pip install clients/python`."""
 
 from herald_client.clients import AppClient, ServiceClient
 from herald_client.engine import TurnReader
@@ -14,6 +15,7 @@ from herald_client.errors import (
     Unavailable,
     UpstreamError,
 )
+from herald_client.webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
     "AppClient",
@@ -28,4 +30,6 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "UpstreamError",
+    "WebhookVerificationError",
+    "verify_webhook",
 ]

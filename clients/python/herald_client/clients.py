@@ -146,6 +146,18 @@ class ServiceClient:
         """The service's events, newest first (of one status, when given), page after page."""
         return every_item(self._t, "/events/external", {"status": status, "page_size": page_size})
 
+    def set_event_webhook(self, url: str, statuses: list[str] | None = None) -> Json:
+        """Register (or change) the status webhook; `secret` is in the answer once, the first time."""
+        body: Json = {"url": url} if statuses is None else {"url": url, "statuses": statuses}
+        return self._t.call("PUT", "/events/external/webhook", json=body)
+
+    def delete_event_webhook(self) -> Json:
+        return self._t.call("DELETE", "/events/external/webhook")
+
+    def rotate_event_webhook_secret(self) -> Json:
+        """A new signing secret (in the answer, once); the old one signs beside it for 24 hours."""
+        return self._t.call("POST", "/events/external/webhook/rotate-secret")
+
     # partner: inbox producer (idempotent by the dedup key user_id:kind:session_id:tail)
     def notify(self, user_id: str, kind: str, session_id: str, tail: str, title: str, **fields: Any) -> Json:
         body = {"user_id": user_id, "kind": kind, "session_id": session_id, "tail": tail, "title": title, **fields}
@@ -221,6 +233,9 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "events.postExternalEvent": ServiceClient.post_event,
     "events.getExternalEvent": ServiceClient.get_event,
     "events.listExternalEvents": ServiceClient.list_events,
+    "webhooks.putStatusWebhook": ServiceClient.set_event_webhook,
+    "webhooks.deleteStatusWebhook": ServiceClient.delete_event_webhook,
+    "webhooks.rotateStatusWebhookSecret": ServiceClient.rotate_event_webhook_secret,
     "turns.postMessage": AppClient.send,
     "turns.cancelMessage": AppClient.cancel,
     "turns.listEvents": AppClient.session_events,

@@ -130,3 +130,19 @@ def events_resolve(job: str, sent: str | None, requeue: bool, skip: bool, by: st
         return refuse(error.message)
     print_record(describe(resolved))
     return 0
+
+
+STATUS_WEBHOOKS = Listing(
+    ("service_id", "tenant", "url", "statuses", "updated_at_ms", "previous_secret_until_ms"),
+    "No service has a status webhook.",
+)
+
+
+@events.command("webhooks", help="partners' status webhooks: service, tenant, URL and statuses (never a secret)")
+@stack_options
+def events_webhooks(**where: Any) -> int:
+    from herald.events.webhooks.wiring import status_webhooks
+
+    stack = stack_of(**where)
+    print_rows([webhook.view() for webhook in status_webhooks(stack.container).all()], STATUS_WEBHOOKS)
+    return 0

@@ -87,6 +87,13 @@ EVENT_FATE = {
     "accepted_at_ms": T0,
     "completed_at_ms": T0 + 45,
 }
+STATUS_WEBHOOK = {
+    "url": "https://ci.example.com/herald/events",
+    "statuses": ["failed", "succeeded", "unknown"],
+    "created_at_ms": T0,
+    "updated_at_ms": T0,
+    "previous_secret_until_ms": None,
+}
 NOTIFY = {"user_id": "10002", "kind": "QUESTION_PENDING", "session_id": "s-42", "tail": "q-9"}
 
 # operation id -> (request body or None, the answer's data)
@@ -189,6 +196,15 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
         {"event_id": "evt-2", "duplicate": False, "status": "accepted"},
     ),
     "events.getExternalEvent": (None, EVENT_FATE),
+    "webhooks.putStatusWebhook": (
+        {"url": "https://ci.example.com/herald/events", "statuses": ["failed", "unknown", "succeeded"]},
+        {**STATUS_WEBHOOK, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+    ),
+    "webhooks.deleteStatusWebhook": (None, {"deleted": True}),
+    "webhooks.rotateStatusWebhookSecret": (
+        None,
+        {**STATUS_WEBHOOK, "previous_secret_until_ms": T0 + 86_400_000, "secret": "whsec_3sFZt0yC1yBGzlNl8W6nJ1g"},
+    ),
     "events.listExternalEvents": (None, {"items": [EVENT_FATE], "next_page_token": ""}),
     "turns.postMessage": (
         {"text": "and the tests?", "lang": "en"},

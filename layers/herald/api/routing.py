@@ -35,7 +35,7 @@ ROUTE_GROUPS = (
     RouteGroup(
         ("/api/v1/inbox", "/internal/v1/inbox"), ("herald.inbox.routes:router", "herald.inbox.routes:producer_router")
     ),
-    RouteGroup(("/events/external",), ("herald.events.routes:router",)),
+    RouteGroup(("/events/external",), ("herald.events.webhooks.routes:router", "herald.events.routes:router")),
     RouteGroup(
         ("/api/v1/sessions", "/internal/v1/sessions"),
         ("herald.turns.routes:router", "herald.turns.routes:engine_router"),

@@ -10,6 +10,7 @@ from herald.dynamo import Image
 from herald.events.drained import DrainResult
 from herald.events.nudges import Nudge, nudges_for
 from herald.events.rows import job_from_image
+from herald.events.webhooks.handlers import on_job_change
 from herald.events.wiring import dispatch_queue, dispatcher, events_janitor
 from herald.observability import count_for_tenant, logger
 from herald.tenants.models import TenantPaused, waiting_for_tenant_s
@@ -17,11 +18,13 @@ from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
 
 def on_events_change(old: Image | None, new: Image | None) -> None:
-    """The events table's stream is the dispatch outbox: a new job, or a blocked one resolved, nudges its lane."""
+    """The events table's stream is the outbox: a new job, or a blocked one resolved, nudges its lane; a job that
+    reached a status a webhook may ask for is told of on the webhooks queue."""
     before = job_from_image(old) if old else None
     after = job_from_image(new) if new else None
     for nudge in nudges_for(before, after):
         dispatch_queue().publish(nudge)
+    on_job_change(before, after)  # a status its partner's webhook may ask for
 
 
 def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:

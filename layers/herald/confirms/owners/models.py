@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from herald.confirms.models import DEFAULT_BUTTONS, Button
+from herald.webhook_signing import live_secrets
 
 BUSINESS_TYPE = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
 SUBTYPE = re.compile(r"^[a-z0-9][a-z0-9_]{0,31}$")
@@ -17,8 +18,6 @@ MAX_EXPIRY_S = 30 * 86_400
 MAX_SUBTYPES = 32
 MAX_LABEL = 32
 MAX_TEXT = 512
-# After a rotation the old secret still signs (beside the new one) this long: the owner deploys the new one.
-ROTATION_OVERLAP_MS = 24 * 3_600_000
 
 
 @dataclass(frozen=True)
@@ -48,11 +47,7 @@ class Registration:
     version: int = 1
 
     def secrets_at(self, now_ms: int) -> tuple[str, ...]:
-        """The secrets a callback is signed with now: the current one, and the one it replaced while the
-        rotation overlap lasts."""
-        if self.previous_secret and now_ms < self.previous_secret_until_ms:
-            return (self.secret, self.previous_secret)
-        return (self.secret,)
+        return live_secrets(self.secret, self.previous_secret, self.previous_secret_until_ms, now_ms)
 
     def evolve(self, **changes: Any) -> Registration:
         return dataclasses.replace(self, **changes)

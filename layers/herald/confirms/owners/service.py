@@ -23,7 +23,6 @@ from herald.confirms.owners.models import (
     MAX_SUBTYPES,
     MAX_TEXT,
     MIN_EXPIRY_S,
-    ROTATION_OVERLAP_MS,
     SUBTYPE,
     OwnerConfirmRequest,
     OwnerSpec,
@@ -34,7 +33,7 @@ from herald.confirms.owners.models import (
 from herald.confirms.service import USER_ID, Confirms
 from herald.errors import Conflict, InvalidArgument, NotFound
 from herald.plain_text import plain_text_problem
-from herald.webhook_signing import new_secret
+from herald.webhook_signing import ROTATION_OVERLAP_MS, new_secret
 
 SOURCE_PREFIX = "owner:"
 _STYLES = ("primary", "secondary", "danger")

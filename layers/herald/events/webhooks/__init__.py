@@ -1,0 +1,1 @@
+"""Partners' status webhooks: what became of their events, posted to them."""
