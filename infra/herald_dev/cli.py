@@ -7,6 +7,7 @@ herald token --user 10002    a dev JWT for the local cloud
 herald now                   this moment in epoch milliseconds (what `--after-ms` takes)
 herald bell --user 10002     a user's inbox bell: returns once connected, then prints each newer count pushed
 herald fake im --to 10002 --type im_confirm --after-ms T   wait for what the fake Tencent IM received
+herald webhooks receive --secret whsec_...   a status webhook endpoint on loopback: prints each verified post
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from herald.ids import DEFAULT_APP_CODE
 from herald_dev.commands.common import dev_token, env_int, local_state, state_file_option
 from herald_dev.commands.fakes import fake
 from herald_dev.commands.local import backing, local
+from herald_dev.commands.webhooks import webhooks
 
 
 @click.group(help=(__doc__ or "").replace("\n\nherald local", "\n\n\b\nherald local", 1))
@@ -107,7 +109,7 @@ def bell(user: str, app: str, until_unread: int | None, seconds: float, state_fi
     return 0 if connected else 1
 
 
-for command in (local, backing, fake):
+for command in (local, backing, fake, webhooks):
     cli.add_command(command)
 
 

@@ -36,6 +36,7 @@ SDK = "PARTNER=$(.venv/bin/herald-ops keys create --service sdk-demo"
 TENANTS = ".venv/bin/herald fake im-app --sdk-app-id 1400000002"
 INBOX = "PRODUCER=$(.venv/bin/herald-ops keys create --service agent-platform"
 OPERATE = ".venv/bin/herald fake feishu-fail --chat oc_ops"
+STATUS = "WATCHER=$(.venv/bin/herald-ops keys create --service watcher"
 OWN_PROVIDER = ".venv/bin/herald local --parameter TencentImBaseUrl=http://127.0.0.1:9000"  # its own test module
 
 
@@ -60,7 +61,7 @@ def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def test_the_readme_has_no_command_block_this_test_does_not_run_or_explain() -> None:
-    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK, TENANTS, INBOX, OPERATE)
+    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK, TENANTS, INBOX, OPERATE, STATUS)
     unknown = [first for first in BLOCKS if first not in NOT_RUN_HERE and not first.startswith(starts)]
     assert unknown == []
     assert all(block(start) for start in starts)  # each known block is there, once
@@ -125,6 +126,19 @@ def test_external_events_as_written(make_dev: None) -> None:
     feishu = json.loads(DEV_STATE.read_text())["fakes"]["feishu"]
 
     eventually(lambda: one_card_at_revision_two(feishu, "oc_demo"))
+
+
+def test_what_became_of_an_event_as_written(make_dev: None) -> None:
+    for _ in range(2):  # a second run removes the first one's webhook, registers it afresh and posts a new event
+        output = run_block(block(STATUS))
+        values = json_values(output)
+        (posted,) = [v for v in values if v.get("type") == "event.succeeded"]  # what the receiver verified
+        accepted, fate, listed = [v for v in values if "code" in v]
+        assert accepted["data"]["status"] == "accepted" and posted["data"]["event_id"] == accepted["data"]["event_id"]
+        assert fate["data"]["status"] == "succeeded" and fate["data"]["attempts"][0]["outcome"] == "done"
+        assert fate["data"]["message_id"] == posted["data"]["message_id"]
+        assert listed["data"]["items"][0]["event_id"] == accepted["data"]["event_id"]
+        assert "http://127.0.0.1:8094/herald" in output and "whsec_" not in output  # the secret is never printed
 
 
 def test_agent_turn_queue_as_written(make_dev: None) -> None:

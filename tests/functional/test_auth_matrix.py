@@ -203,8 +203,15 @@ def test_another_user_or_tenant_never_sees_the_owners_data(world: World, user: s
             assert response.status_code in (403, 404), (route, response.text)  # somebody else's thing, by its id
 
 
-# A key's identity; events name a Feishu target, and are read by the tenant recorded on each when it was accepted.
-TENANT_FREE = {"/internal/v1/whoami", "/events/external", "/events/external/{event_id}"}
+# A key's identity; events name a Feishu target, and are read by the tenant recorded on each when it was accepted;
+# a status webhook is the key's service's and tenant's.
+TENANT_FREE = {
+    "/internal/v1/whoami",
+    "/events/external",
+    "/events/external/{event_id}",
+    "/events/external/webhook",
+    "/events/external/webhook/rotate-secret",
+}
 
 
 def _for_tenant(operation: Operation, world: World, app_code: str) -> tuple[str, Any]:

@@ -12,6 +12,14 @@ export function heraldClient(baseUrl: string, token: string): Client<paths> {
   return createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${token}` } });
 }
 
+/** What a partner's status webhook receives (contract §3), once its Standard Webhooks signature checks out:
+ * the event as `GET /events/external/{event_id}` shows it when it reached the status. */
+export interface EventStatusWebhook {
+  type: `event.${Schemas["EventFateOut"]["status"]}`;
+  timestamp: string; // ISO 8601, UTC
+  data: Schemas["EventFateOut"];
+}
+
 /** What every WebSocket connection of a user receives after a write that changes the unread count. */
 export interface InboxUpdated {
   type: "inbox_updated";

@@ -318,10 +318,63 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The service's events, newest first, with what became of each (a page may hold fewer than page_size when filtered by status: follow next_page_token until it is empty) */
+        get: operations["events.listExternalEvents"];
         put?: never;
         /** Store an external event for delivery (202: stored, not yet delivered) */
         post: operations["events.postExternalEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/external/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Register (or change) the service's status webhook: its secret is answered once, the first time */
+        put: operations["webhooks.putStatusWebhook"];
+        post?: never;
+        /** Remove the service's status webhook (notices already queued for it are dropped) */
+        delete: operations["webhooks.deleteStatusWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/external/webhook/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, answered once; the old one still signs beside it for 24 hours */
+        post: operations["webhooks.rotateStatusWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/external/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What became of one of the service's events (another service's, or an unknown id: 404) */
+        get: operations["events.getExternalEvent"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -597,6 +650,26 @@ export interface components {
              */
             style: "primary" | "secondary" | "danger";
         };
+        /** AttemptOut */
+        AttemptOut: {
+            /** At Ms */
+            at_ms: number;
+            /**
+             * Code
+             * @description Feishu's code (0: none)
+             */
+            code: number;
+            /**
+             * Operation
+             * @enum {string}
+             */
+            operation: "send" | "update";
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "done" | "refused" | "throttled" | "unanswered" | "interrupted";
+        };
         /** CallbackConfirm */
         CallbackConfirm: {
             /** App Code */
@@ -652,6 +725,16 @@ export interface components {
              * @constant
              */
             status: "cancelled";
+        };
+        /** CardRef */
+        CardRef: {
+            /**
+             * Event Id
+             * @description the card id (the body's data.event_id)
+             */
+            event_id: string;
+            /** Revision */
+            revision: number;
         };
         /** ConfirmDeliveries */
         ConfirmDeliveries: {
@@ -748,6 +831,15 @@ export interface components {
             invitation_type: components["schemas"]["InvitationType"];
             /** Target User Id */
             target_user_id: string;
+        };
+        /** DeletedOut */
+        DeletedOut: {
+            /**
+             * Deleted
+             * @default true
+             * @constant
+             */
+            deleted: true;
         };
         /** DeliveryView */
         DeliveryView: {
@@ -854,6 +946,54 @@ export interface components {
              */
             code: string;
             data: components["schemas"]["ConfirmView"];
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Request Id */
+            request_id: string;
+        };
+        /** Envelope[DeletedOut] */
+        Envelope_DeletedOut_: {
+            /**
+             * Code
+             * @default OK
+             */
+            code: string;
+            data: components["schemas"]["DeletedOut"];
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Request Id */
+            request_id: string;
+        };
+        /** Envelope[EventFateOut] */
+        Envelope_EventFateOut_: {
+            /**
+             * Code
+             * @default OK
+             */
+            code: string;
+            data: components["schemas"]["EventFateOut"];
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Request Id */
+            request_id: string;
+        };
+        /** Envelope[EventFatePage] */
+        Envelope_EventFatePage_: {
+            /**
+             * Code
+             * @default OK
+             */
+            code: string;
+            data: components["schemas"]["EventFatePage"];
             /**
              * Message
              * @default
@@ -1102,6 +1242,22 @@ export interface components {
             /** Request Id */
             request_id: string;
         };
+        /** Envelope[WebhookOut] */
+        Envelope_WebhookOut_: {
+            /**
+             * Code
+             * @default OK
+             */
+            code: string;
+            data: components["schemas"]["WebhookOut"];
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Request Id */
+            request_id: string;
+        };
         /**
          * ErrorData
          * @description `reason`, and for some reasons the facts behind it (e.g. a reused event id's stored hash).
@@ -1151,6 +1307,51 @@ export interface components {
             target: components["schemas"]["TargetIn"];
             /** Title */
             title: string;
+        };
+        /** EventFateOut */
+        EventFateOut: {
+            /** Accepted At Ms */
+            accepted_at_ms: number;
+            /**
+             * Attempts
+             * @description each call Herald made to Feishu for it, oldest first
+             */
+            attempts: components["schemas"]["AttemptOut"][];
+            /**
+             * Blocked
+             * @description it holds up the service's later events until settled or resolved
+             */
+            blocked: boolean;
+            card: components["schemas"]["CardRef"] | null;
+            /** Completed At Ms */
+            completed_at_ms: number | null;
+            /**
+             * Continued From
+             * @description the message its card continues (Feishu no longer edits it)
+             */
+            continued_from: string | null;
+            /** Event Id */
+            event_id: string;
+            /** Event Type */
+            event_type: string;
+            /**
+             * Message Id
+             * @description the Feishu message it went to
+             */
+            message_id: string | null;
+            status: components["schemas"]["JobStatus"];
+            superseded_by: components["schemas"]["SupersededBy"] | null;
+            target: components["schemas"]["TargetOut"];
+        };
+        /** EventFatePage */
+        EventFatePage: {
+            /** Items */
+            items: components["schemas"]["EventFateOut"][];
+            /**
+             * Next Page Token
+             * @description the next page's token; empty after the last page
+             */
+            next_page_token: string;
         };
         /** EventOut */
         EventOut: {
@@ -1234,6 +1435,11 @@ export interface components {
             /** Target User Id */
             target_user_id: string;
         };
+        /**
+         * JobStatus
+         * @enum {string}
+         */
+        JobStatus: "queued" | "running" | "succeeded" | "rejected" | "skipped" | "superseded" | "failed" | "unknown";
         /**
          * Kind
          * @enum {string}
@@ -1574,6 +1780,16 @@ export interface components {
             /** Confirm Ids */
             confirm_ids: string[];
         };
+        /** SupersededBy */
+        SupersededBy: {
+            /**
+             * Event Id
+             * @description the event of the newer revision sent instead (null: recorded before)
+             */
+            event_id: string | null;
+            /** Revision */
+            revision: number | null;
+        };
         /** TargetIn */
         TargetIn: {
             /** Receive Id */
@@ -1583,6 +1799,13 @@ export interface components {
              * @enum {string}
              */
             receive_id_type: "open_id" | "user_id" | "union_id" | "email" | "chat_id";
+        };
+        /** TargetOut */
+        TargetOut: {
+            /** Receive Id */
+            receive_id: string;
+            /** Receive Id Type */
+            receive_id_type: string;
         };
         /** TenantBody */
         TenantBody: {
@@ -1612,6 +1835,40 @@ export interface components {
         UnreadCount: {
             /** Unread Count */
             unread_count: number;
+        };
+        /** WebhookIn */
+        WebhookIn: {
+            /**
+             * Statuses
+             * @description the statuses to be told of (default: failed, unknown, rejected)
+             */
+            statuses?: ("succeeded" | "superseded" | "rejected" | "skipped" | "failed" | "unknown")[] | null;
+            /**
+             * Url
+             * @description https, a public host (the owner callbacks' rules)
+             */
+            url: string;
+        };
+        /** WebhookOut */
+        WebhookOut: {
+            /** Created At Ms */
+            created_at_ms: number;
+            /**
+             * Previous Secret Until Ms
+             * @description after a rotation: the old secret signs until then
+             */
+            previous_secret_until_ms: number | null;
+            /**
+             * Secret
+             * @description the signing secret (whsec_...), answered once: when the webhook is first registered or its secret is rotated; null otherwise
+             */
+            secret: string | null;
+            /** Statuses */
+            statuses: ("succeeded" | "superseded" | "rejected" | "skipped" | "failed" | "unknown")[];
+            /** Updated At Ms */
+            updated_at_ms: number;
+            /** Url */
+            url: string;
         };
     };
     responses: never;
@@ -3215,6 +3472,114 @@ export interface operations {
             };
         };
     };
+    "events.listExternalEvents": {
+        parameters: {
+            query?: {
+                status?: components["schemas"]["JobStatus"] | null;
+                page_size?: number;
+                page_token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "accepted_at_ms": 1796330454117,
+                     *             "attempts": [
+                     *               {
+                     *                 "at_ms": 1796330454157,
+                     *                 "code": 0,
+                     *                 "operation": "update",
+                     *                 "outcome": "done"
+                     *               }
+                     *             ],
+                     *             "blocked": false,
+                     *             "card": {
+                     *               "event_id": "job-42",
+                     *               "revision": 2
+                     *             },
+                     *             "completed_at_ms": 1796330454162,
+                     *             "continued_from": null,
+                     *             "event_id": "evt-2",
+                     *             "event_type": "job.progress",
+                     *             "message_id": "om_dc13264520392913993dd051dba21dcf",
+                     *             "status": "succeeded",
+                     *             "superseded_by": null,
+                     *             "target": {
+                     *               "receive_id": "oc_demo",
+                     *               "receive_id_type": "chat_id"
+                     *             }
+                     *           }
+                     *         ],
+                     *         "next_page_token": ""
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_EventFatePage_"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     "events.postExternalEvent": {
         parameters: {
             query?: never;
@@ -3295,6 +3660,364 @@ export interface operations {
             };
             /** @description CONFLICT */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "webhooks.putStatusWebhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "statuses": [
+                 *         "failed",
+                 *         "unknown",
+                 *         "succeeded"
+                 *       ],
+                 *       "url": "https://ci.example.com/herald/events"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "created_at_ms": 1796330454117,
+                     *         "previous_secret_until_ms": null,
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *         "statuses": [
+                     *           "failed",
+                     *           "succeeded",
+                     *           "unknown"
+                     *         ],
+                     *         "updated_at_ms": 1796330454117,
+                     *         "url": "https://ci.example.com/herald/events"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_WebhookOut_"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "webhooks.deleteStatusWebhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "deleted": true
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_DeletedOut_"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "webhooks.rotateStatusWebhookSecret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "created_at_ms": 1796330454117,
+                     *         "previous_secret_until_ms": 1796416854117,
+                     *         "secret": "whsec_3sFZt0yC1yBGzlNl8W6nJ1g",
+                     *         "statuses": [
+                     *           "failed",
+                     *           "succeeded",
+                     *           "unknown"
+                     *         ],
+                     *         "updated_at_ms": 1796330454117,
+                     *         "url": "https://ci.example.com/herald/events"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_WebhookOut_"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "events.getExternalEvent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "accepted_at_ms": 1796330454117,
+                     *         "attempts": [
+                     *           {
+                     *             "at_ms": 1796330454157,
+                     *             "code": 0,
+                     *             "operation": "update",
+                     *             "outcome": "done"
+                     *           }
+                     *         ],
+                     *         "blocked": false,
+                     *         "card": {
+                     *           "event_id": "job-42",
+                     *           "revision": 2
+                     *         },
+                     *         "completed_at_ms": 1796330454162,
+                     *         "continued_from": null,
+                     *         "event_id": "evt-2",
+                     *         "event_type": "job.progress",
+                     *         "message_id": "om_dc13264520392913993dd051dba21dcf",
+                     *         "status": "succeeded",
+                     *         "superseded_by": null,
+                     *         "target": {
+                     *           "receive_id": "oc_demo",
+                     *           "receive_id_type": "chat_id"
+                     *         }
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_EventFateOut_"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
