@@ -72,8 +72,8 @@ def value_text(name: str, value: Any, now_ms: int) -> str:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if name.endswith("_at_ms") and isinstance(value, int):
-        return moment(value, now_ms)
+    if (name == "at_ms" or name.endswith("_at_ms")) and isinstance(value, int) and not isinstance(value, bool):
+        return moment(value, now_ms) if value else "-"
     if name.endswith("_s") and isinstance(value, int | float):
         return age(value)
     if isinstance(value, list) and all(isinstance(item, str | int) for item in value):

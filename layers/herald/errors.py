@@ -70,7 +70,8 @@ class DeliveryError(Exception):
     """A provider call (an IM push, a Feishu card) failed. `retryable`: the same call may succeed later.
     `maybe_delivered`: the provider may have acted before failing, so the outcome is unknown; otherwise it
     clearly did not act. `throttled`: the provider refused it by its rate limit, and whose (`app`, `chat`):
-    not a failure of the call, a sign to slow down. `code`: the provider's own error code, where it gave one.
+    not a failure of the call, a sign to slow down; `retry_after_ms`: how long the provider asked to wait (0: it did
+    not say). `code`: the provider's own error code, where it gave one.
     Adapters raise it (or a subclass) so the domain never sees a provider's types."""
 
     def __init__(
@@ -81,9 +82,11 @@ class DeliveryError(Exception):
         maybe_delivered: bool = False,
         throttled: str = "",
         code: int | None = None,
+        retry_after_ms: int = 0,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.maybe_delivered = maybe_delivered
         self.throttled = throttled
         self.code = code
+        self.retry_after_ms = retry_after_ms

@@ -200,7 +200,7 @@ def test_operate_a_blocked_lane_as_written(make_dev: None) -> None:
     output = run_block(block(OPERATE))
     blocked = [line for line in output.splitlines() if line.startswith("nightly ")]
     assert len(blocked) == 1 and "230002" in blocked[0] and " ago)" in blocked[0], output
-    assert re.search(r"^resolutions\s+.*requeue", output, re.MULTILINE), output
+    assert re.search(r"^resolutions\s+1\n\s+· action=requeue, by=", output, re.MULTILINE), output
     assert output.rstrip().endswith("Nothing is blocked: every lane's events are moving."), output
     feishu = json.loads(DEV_STATE.read_text())["fakes"]["feishu"]
 

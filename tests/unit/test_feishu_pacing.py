@@ -1,6 +1,7 @@
 """Herald's calls to Feishu under Feishu's limits: a worker waits for its call's tokens (on a clock the test
-moves, so nothing sleeps), a rate-limit answer slows the bucket down and never counts as a failed attempt,
-and a wait longer than the worker's time hands the service to a fresh message instead of failing it."""
+moves, so nothing sleeps), a rate-limit answer slows the bucket down (or holds it as long as Feishu asked) and
+never counts as a failed attempt, and a wait longer than the worker's time hands the lane to a fresh message
+after progress, or brings the message back when the moment comes, instead of failing it."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ class Feishu:
         self.clock = clock
         self.calls: list[tuple[int, str]] = []
         self.refusals: list[str] = []
+        self.holds: dict[str, int] = {}  # chat -> when Feishu's frequency control lets it go again
+        self.held: list[tuple[int, str]] = []  # calls refused during a hold
 
     app_id = "cli_stack"
 
@@ -40,6 +43,11 @@ class Feishu:
         return "token"
 
     def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str:
+        if (left := self.holds.get(receive_id, 0) - self.clock.now) > 0:
+            self.held.append((self.clock.now, receive_id))
+            reset_s = -(-left // 1000)  # x-ogw-ratelimit-reset: whole seconds, rounded up
+            raise FeishuError("Feishu error 99991400", retryable=True, code=99991400, throttled="app",
+                              retry_after_ms=reset_s * 1000)  # fmt: skip
         if self.refusals:
             scope = self.refusals.pop(0)
             code = 230020 if scope == "chat" else 99991400
@@ -102,17 +110,52 @@ def test_a_rate_limit_answer_slows_the_chat_and_never_fails_the_job(herald: Hera
     assert gaps > 5 * 1000 / 4.5  # each refusal halved the chat's pace
 
 
-def test_a_wait_longer_than_the_workers_time_hands_the_service_to_a_fresh_message(herald: Herald) -> None:
+def test_a_wait_longer_than_the_workers_time_after_progress_hands_the_lane_to_a_fresh_message(herald: Herald) -> None:
+    """Jobs ran in this drain: a fresh message carries on (a receive is not spent on a lane making progress)."""
+    for n in range(6):
+        herald.post(n)
+    def budget() -> int:  # the worker's time runs short after three calls
+        return 60_000 if len(herald.feishu.calls) < 3 else 50
+
+    assert herald.dispatcher.drain("svc", budget).result is DrainResult.PAUSED
+    done = herald.store.head("svc").done_seq
+    (nudge,) = herald.nudges
+    assert 0 < done < 6 and (nudge.lane, nudge.seq) == ("svc", done) and nudge.why.startswith("paced-")
+    waiting = herald.store.job("svc", done + 1)
+    assert waiting is not None and waiting.status is JobStatus.QUEUED and waiting.attempts == 0  # untouched
+    assert herald.dispatcher.drain("svc", lambda: 60_000).result is DrainResult.CAUGHT_UP
+
+
+def test_a_wait_longer_than_the_workers_time_with_nothing_done_returns_the_message_for_when_the_moment_comes(
+    herald: Herald,
+) -> None:
+    """Issue 47: no worker sleeps for pace, nor spins: the message comes back when the call's moment does."""
     herald.post(1)
     herald.post(2)
     assert herald.dispatcher.drain("svc", lambda: 60_000).result is DrainResult.CAUGHT_UP
     herald.post(3)
-    assert herald.dispatcher.drain("svc", lambda: 50).result is DrainResult.PAUSED  # its token is 222 ms away
+    drained = herald.dispatcher.drain("svc", lambda: 50)  # its moment is 222 ms away
+    assert drained.result is DrainResult.WAITING and 0 < drained.retry_in_ms <= 1000 / (5 * 0.9) + 1
     job = herald.store.job("svc", 3)
-    assert job is not None and job.status is JobStatus.QUEUED and job.attempts == 0  # untouched
-    (nudge,) = herald.nudges
-    assert (nudge.lane, nudge.seq) == ("svc", 2) and nudge.why.startswith("paced-")
+    assert job is not None and job.status is JobStatus.QUEUED and job.attempts == 0 and herald.nudges == []
     assert herald.dispatcher.drain("svc", lambda: 60_000).result is DrainResult.CAUGHT_UP
+
+
+def test_a_hold_feishu_names_is_waited_out_with_one_refused_call_and_every_chat_goes_when_it_ends(
+    herald: Herald,
+) -> None:
+    """Issue 47, item 3: Feishu holds one chat for 35 s and says so (`x-ogw-ratelimit-reset`). Herald makes one
+    refused call, not one per halved pace; when the hold ends the app's chats are served at once."""
+    start = herald.clock.now
+    herald.feishu.holds["oc_1"] = start + 35_000
+    herald.post(1, chat="oc_1")
+    herald.post(2, chat="oc_2")
+    assert herald.dispatcher.drain("svc", lambda: 600_000).result is DrainResult.CAUGHT_UP
+    assert herald.feishu.held == [(start, "oc_1")]
+    (held_at, _), (other_at, _) = herald.feishu.calls
+    assert start + 35_000 <= held_at <= start + 35_000 + 250  # at the hold's end, not after a halved pace
+    assert other_at - (start + 35_000) <= 2_000  # the app's other chat at once after it
+    assert herald.outcomes.count("throttled") == 1 and "failed" not in herald.outcomes
 
 
 def test_chats_of_one_app_share_the_apps_pace_but_not_each_others(herald: Herald) -> None:

@@ -88,6 +88,21 @@ def test_a_refusal_holds_the_bucket_for_the_wait_the_provider_suggests(governor:
     assert governor.take([chat]) == 0
 
 
+def test_a_refusal_that_names_its_wait_holds_until_then_and_no_longer_nor_slower(
+    governor: Governor, clock: FakeClock
+) -> None:
+    """Issue 47, item 3: the bucket's next moment is the provider's own, and the calls after the hold go at the
+    limit's pace (a wait that was named is no reason to halve the rate too)."""
+    chat = Gate("chat", BucketLimit(5))
+    for elapsed in range(3):  # refused again and again during the hold: each names the same end
+        governor.refused(chat, retry_after_ms=5_000 - elapsed * 1_000)
+        clock.advance(1_000)
+    assert governor.take([chat]) == 2_000  # the hold's end, not further
+    clock.advance(2_000)
+    assert governor.take([chat]) == 0
+    assert governor.take([chat]) == pytest.approx(1000 / (5 * 0.9), abs=1)  # the limit's pace, not half of it
+
+
 def test_a_call_counts_against_every_gate_and_waits_for_the_tightest(governor: Governor, clock: FakeClock) -> None:
     chat = Gate("chat", BucketLimit(5))
     app = Gate("app", BucketLimit(50))

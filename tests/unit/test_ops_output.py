@@ -71,3 +71,18 @@ def test_json_lines_escape_every_non_printable_character_and_still_parse_as_reco
 def test_printable_leaves_readable_text_alone() -> None:
     assert printable("任务 进度 · ok") == "任务 进度 · ok"
     assert printable("a\tb\x00") == "a\\tb\\x00"
+
+
+def test_a_list_of_records_is_a_timeline_one_entry_a_line_with_its_times_read_and_a_zero_time_absent() -> None:
+    row = {
+        "calls": [
+            {"at_ms": NOW_MS - 60_000, "operation": "send", "outcome": "refused\x1b[2K", "code": 230002},
+            {"at_ms": NOW_MS - 5_000, "operation": "send", "outcome": "done", "code": 0},
+        ],
+        "marked_at_ms": 0,
+    }
+    lines = record_text(row, NOW_MS).splitlines()
+    assert lines[0].split() == ["calls", "2"] and _clean("\n".join(lines))
+    assert "(1 min ago), operation=send, outcome=refused\\x1b[2K, code=230002" in lines[1]
+    assert "(5 s ago), operation=send, outcome=done" in lines[2] and lines[2].lstrip().startswith("· at_ms=")
+    assert re.fullmatch(r"marked at\s+-", lines[3])

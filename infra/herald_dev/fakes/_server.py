@@ -36,7 +36,15 @@ class Dribble:
     interval_s: float
 
 
-Response = tuple[int, Any, str]  # status, body (JSON-able, str or Dribble), content type
+@dataclass(frozen=True)
+class WithHeaders:
+    """An answer's body with headers of its own (a rate limit's reset, say)."""
+
+    body: Any
+    headers: dict[str, str]
+
+
+Response = tuple[int, Any, str]  # status, body (JSON-able, str, Dribble or WithHeaders), content type
 Handler = Callable[[Request], Response]
 
 
@@ -75,12 +83,17 @@ class LoopbackServer:
                 if isinstance(payload, Dribble):
                     self._dribble(status, payload, content_type)
                     return
+                extra: dict[str, str] = {}
+                if isinstance(payload, WithHeaders):
+                    payload, extra = payload.body, payload.headers
                 data = (
                     payload.encode() if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False).encode()
                 )
                 self.send_response(status)
                 self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(data)))
+                for name, value in extra.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 

@@ -21,7 +21,9 @@ POST /__fake/age {"message_id": "om_x", "days": 15} makes a message older, POST 
 rate limit (nothing done). POST /__fake/limits {"app_per_second": 50, "chat_per_second": 5, "latency_ms": 100}
 enforces Feishu's message limits as Feishu does (over the app's: HTTP 429 `99991400`; over one chat's or person's:
 `230020`; nothing done) and answers every send and update that late (benchmarks). GET /__fake/messages, GET
-/__fake/stats (token requests, sends, updates, refusals by limit), DELETE /__fake/messages.
+/__fake/stats (token requests, sends, updates, refusals by limit), DELETE /__fake/messages. POST /__fake/hold
+{"receive_id": "oc_x", "seconds": 35} holds one chat as Feishu's frequency control does: every send and update
+to it answers HTTP 429, 99991400 and `x-ogw-ratelimit-reset` (the seconds left) until then.
 
 Several apps (tenants): POST /__fake/apps {"app_id", "app_secret"} adds one; a token is its app's, and each
 card records the app it came through (`app_id`). POST /__fake/outage {"app_id": "cli_x", "status": 503}
@@ -34,6 +36,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import math
 import random
 import secrets
 import time
@@ -42,7 +45,7 @@ from typing import Any
 
 from herald.providers.feishu import MESSAGES_PATH, TOKEN_PATH
 from herald.targets import RECEIVE_ID_TYPES
-from herald_dev.fakes._server import LoopbackFake, Request, Response
+from herald_dev.fakes._server import LoopbackFake, Request, Response, WithHeaders
 from herald_dev.fakes.limits import EnforcedLimits
 
 log = logging.getLogger("fake-feishu")
@@ -73,6 +76,8 @@ class FakeFeishu(LoopbackFake):
         self.messages: dict[str, dict[str, Any]] = {}  # message_id -> message (with its content history)
         self.log: list[dict[str, Any]] = []  # every accepted send/update, in arrival order
         self.stats = {"token_requests": 0, "sends": 0, "updates": 0, "refused": 0}
+        self.holds: dict[str, float] = {}  # receive id -> when its hold ends (monotonic)
+        self.held_refusals: dict[str, int] = {}  # receive id -> calls refused during its hold
         self.apps: dict[str, str] = {app_id: app_secret}  # app id -> its secret
         self.outages: dict[str, int] = {}  # app id -> the HTTP status its every call is answered with
         self._tokens: dict[str, tuple[float, str]] = {}  # token -> (expires at, its app)
@@ -182,6 +187,10 @@ class FakeFeishu(LoopbackFake):
             aged = request.json() or {}
             self.age(str(aged["message_id"]), float(aged.get("days", 15)))
             return 200, {"ok": True}, _JSON
+        if request.path == "/__fake/hold" and request.method == "POST":
+            hold = request.json() or {}
+            self.hold(str(hold["receive_id"]), float(hold.get("seconds", 35)))
+            return 200, {"ok": True}, _JSON
         if request.path == "/__fake/recall" and request.method == "POST":
             self.recall(str((request.json() or {})["message_id"]))
             return 200, {"ok": True}, _JSON
@@ -287,8 +296,27 @@ class FakeFeishu(LoopbackFake):
         log.info("Feishu card -> %s %s: %s", receive_id_type, body["receive_id"], self._title(card))
         return self._answer(fault, {"code": 0, "msg": "success", "data": {"message_id": message_id}})
 
+    def hold(self, receive_id: str, seconds: float) -> None:
+        """Refuse every send and update to `receive_id` for `seconds` as Feishu's frequency control does: HTTP 429,
+        99991400, and `x-ogw-ratelimit-reset` (the seconds left, rounded up); each refusal counted by chat."""
+        with self._lock:
+            self.holds[receive_id] = time.monotonic() + seconds
+
+    def _held(self, receive_id: str) -> Response | None:
+        with self._lock:
+            left = self.holds.get(receive_id, 0.0) - time.monotonic()
+            if left <= 0:
+                return None
+            self.held_refusals[receive_id] = self.held_refusals.get(receive_id, 0) + 1
+        body = WithHeaders({"code": 99991400, "msg": "request trigger frequency limit"}, {
+            "x-ogw-ratelimit-limit": "50", "x-ogw-ratelimit-reset": str(math.ceil(left)),
+        })  # fmt: skip
+        return 429, body, _JSON
+
     def _over_limit(self, app_id: str, receive_id: str) -> Response | None:
-        """Feishu's answer to a send or update over its rate limits (nothing done), or None."""
+        """Feishu's answer to a send or update over its rate limits, or held (nothing done), or None."""
+        if (held := self._held(receive_id)) is not None:
+            return held
         over = self.limits.admit({"app": app_id, "chat": f"{app_id}:{receive_id}"})
         if over == "app":
             return _error(99991400, "request trigger frequency limit", 429)

@@ -26,7 +26,7 @@ from herald.errors import DeliveryError
 from herald.events.apps import FeishuApps, FeishuLink
 from herald.events.card_calls import CardCalls
 from herald.events.cards import CardDecision, CardWrite
-from herald.events.drained import Drained, DrainResult, NotYet, Step, Written
+from herald.events.drained import Drained, DrainResult, NotYet, PaceWait, Step, Written
 from herald.events.jobs import Job, JobStatus, StaleJob
 from herald.events.models import Lane
 from herald.events.nudges import Nudge
@@ -98,7 +98,9 @@ class EventDispatcher:
             if left < self._policy.reserve_ms:
                 return self._pause(lane, cursor, started_at, left)
             step = self._attempt(job, allowed, remaining_ms)
-            if step is Step.WAITS_FOR_PACE:
+            if isinstance(step, PaceWait):
+                if cursor == started_at:  # nothing done yet: the message comes back when the moment does
+                    raise NotYet(f"job {job.job_id} waits {step.ms} ms for Feishu's pace", step.ms, job.tenant)
                 self._nudge(Nudge(lane, cursor, f"paced-{now}"))  # a fresh message waits on, in order
                 return DrainResult.PAUSED
             if step is Step.BLOCKS:
@@ -107,14 +109,14 @@ class EventDispatcher:
                 cursor = job.seq
         return DrainResult.CAUGHT_UP
 
-    def _attempt(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step:
+    def _attempt(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step | PaceWait:
         """Claim the head job and try it. A settling try takes its pace before its claim (which marks it); a
         delivery reserves its call's moment after its claim and is marked while it waits for it."""
         self._pending_calls().clear()  # an attempt records only its own calls
         settling = job.status is JobStatus.UNKNOWN
         tenant_app = self._apps.current(job.tenant, job.service_id)  # before the claim: a paused tenant waits
-        if settling and job.event.target.key in allowed and not self._paced(tenant_app, job, remaining_ms):
-            return Step.WAITS_FOR_PACE
+        if settling and job.event.target.key in allowed and (wait := self._paced(tenant_app, job, remaining_ms)):
+            return PaceWait(wait)
         claimed = self._claim(job, self._clock())
         if claimed is None:  # another worker (or an operator) moved it first
             return Step.AGAIN
@@ -175,10 +177,10 @@ class EventDispatcher:
         job: Job,
         remaining_ms: Callable[[], int],
         meanwhile: Callable[[], object] = lambda: None,
-    ) -> bool:
+    ) -> int:
         """The call's moment reserved in `app`'s pace, `meanwhile` run, the moment come (waited for while the time
-        allowed)."""
-        return not app.pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms, meanwhile)
+        allowed): 0; or the ms it is away, beyond the worker's time (then `meanwhile` did not run)."""
+        return app.pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms, meanwhile)
 
     def _pending_calls(self) -> list[ProviderCall]:
         if not hasattr(self._calls, "pending"):
@@ -215,9 +217,9 @@ class EventDispatcher:
             return None
 
     # ------------------------------------------------------------------ one attempt
-    def _deliver(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step:
+    def _deliver(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step | PaceWait:
         """One attempt of the head job: AGAIN when Feishu's rate limit refused it (back in the queue, its attempt
-        given back); WAITS_FOR_PACE when its call's moment is further away than the worker's time."""
+        given back); PaceWait when its call's moment is further away than the worker's time."""
         if job.event.target.key not in allowed:
             return self._complete(job, JobStatus.REJECTED, Outcome.TARGET_NOT_ALLOWED, "", None)
         plan = self._cards.plan(job)
@@ -232,9 +234,9 @@ class EventDispatcher:
         except DeliveryError as exc:
             return self._not_done(job, exc)
         marked: list[Job] = []  # while its moment is waited for: only waking up comes between it and the call
-        if not self._paced(plan.first_call, job, remaining_ms, lambda: self._mark(job, marked)):  # untried
+        if wait := self._paced(plan.first_call, job, remaining_ms, lambda: self._mark(job, marked)):  # untried
             self._commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
-            return Step.WAITS_FOR_PACE
+            return PaceWait(wait)
         job = marked[0]
         try:
             written = self._cards.write(job, plan)
@@ -276,7 +278,7 @@ class EventDispatcher:
             written = self._cards.write(job, plan)
         except DeliveryError as exc:
             if exc.throttled:
-                plan.first_call.pace.refused(job.event.target, exc.throttled)
+                plan.first_call.pace.refused(job.event.target, exc.throttled, exc.retry_after_ms)
             reason = f"{decision.call} tried again: {exc}"
             if not exc.retryable and not exc.maybe_delivered:  # a clear "no" that says nothing of the first
                 return self._unknown_for_operator(job, reason)
@@ -352,7 +354,7 @@ class EventDispatcher:
         raise NotYet(f"job {job.job_id} failed before delivery: {exc}", backoff, job.tenant)
 
     def _throttled(self, app: FeishuLink, job: Job, exc: DeliveryError) -> None:
-        app.pace.refused(job.event.target, exc.throttled)
+        app.pace.refused(job.event.target, exc.throttled, exc.retry_after_ms)
         now = self._clock()
         self._commit(job, job.throttled(str(exc)), now)
         self._on_outcome(job, "throttled")

@@ -42,7 +42,14 @@ class Step(StrEnum):
     FINISHED = "finished"  # delivered, rejected or settled: the lane moves past it
     BLOCKS = "blocks"  # failed, or unknown for an operator: the lane waits behind it
     AGAIN = "again"  # moved by another first, or refused by Feishu's rate limit: read it again
-    WAITS_FOR_PACE = "waits_for_pace"  # its call has no moment within the worker's time: back in the queue, untried
+
+
+@dataclass(frozen=True)
+class PaceWait:
+    """How an attempt ends when its call has no moment within the worker's time: back in the queue, untried; the
+    moment is `ms` away (a provider's hold can make it a minute)."""
+
+    ms: int
 
 
 @dataclass(frozen=True)

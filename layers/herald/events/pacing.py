@@ -31,9 +31,9 @@ class FeishuPace:
     def wait(self, target: Target, budget_ms: Callable[[], int], meanwhile: Callable[[], object]) -> int:
         return self._governor.take([*self._app_gates(), self._chat(target)], budget_ms, meanwhile)
 
-    def refused(self, target: Target, scope: str) -> None:
+    def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:
         for gate in [self._chat(target)] if scope == "chat" else self._app_gates():
-            self._governor.refused(gate)
+            self._governor.refused(gate, retry_after_ms)
 
     def _chat(self, target: Target) -> Gate:
         return Gate(f"{self._app}:chat:{target.key}", BucketLimit(self._limits.chat_per_second))
@@ -53,5 +53,5 @@ class Unpaced:
         meanwhile()
         return 0
 
-    def refused(self, target: Target, scope: str) -> None:
+    def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:
         return None

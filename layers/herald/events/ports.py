@@ -65,6 +65,7 @@ class Pace(Protocol):
         allows; the ms still to wait when it does not (then `meanwhile` does not run; 0: the call may go)."""
         ...
 
-    def refused(self, target: Target, scope: str) -> None:
-        """Feishu refused a call to `target` by its rate limit (`scope`: `app` or `chat`): slow down there."""
+    def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:
+        """Feishu refused a call to `target` by its rate limit (`scope`: `app` or `chat`): hold there for as long
+        as it asked (`retry_after_ms`), or slow down when it did not say."""
         ...

@@ -90,10 +90,13 @@ class Bucket:
         return replace(self, due_ms=max(self.due_ms, at_ms) + self.interval_ms(limit, now))
 
     def refused(self, limit: BucketLimit, now: int, retry_after_ms: int = 0) -> Bucket:
-        """A provider's rate-limit answer: half the rate now (never below SLOWEST_SHARE of the limit), and
-        nothing more until its suggested wait has passed."""
+        """A provider's rate-limit answer. One that says when it accepts again (`retry_after_ms`) holds the
+        bucket until then and no longer: its rate is untouched, so the calls after the hold go at the limit's
+        pace. One that does not halves the rate now (never below SLOWEST_SHARE of the limit)."""
+        if retry_after_ms > 0:
+            return replace(self, due_ms=max(self.due_ms, now + retry_after_ms))
         cut = max(limit.rate_per_s * SLOWEST_SHARE, self.rate_per_s(limit, now) / 2)
-        return replace(self, cut_rate_per_s=cut, cut_at_ms=now, due_ms=max(self.due_ms, now + retry_after_ms))
+        return replace(self, cut_rate_per_s=cut, cut_at_ms=now, due_ms=max(self.due_ms, float(now)))
 
 
 class BucketStore(Protocol):

@@ -43,6 +43,10 @@ NOT_DONE_CODES = RETRYABLE_CODES | TOKEN_INVALID_CODES  # Feishu did not act, an
 # person's message rate (230020). docs/side-effects.md cites them.
 APP_THROTTLED_CODES = frozenset({99991400})
 CHAT_THROTTLED_CODES = frozenset({230020})
+# How long a refusal asks Herald to wait (seconds): Feishu's "恢复 limit 周期" header (频控策略), or a plain
+# Retry-After. Honoured up to an hour (a larger figure is taken as an hour, never as a reason to stop).
+RESET_HEADERS = ("x-ogw-ratelimit-reset", "retry-after")
+MAX_RESET_S = 3600
 _TOKEN_REFRESH_MARGIN_S = 300
 
 
@@ -177,11 +181,13 @@ class FeishuClient:
         throttled = "chat" if code in CHAT_THROTTLED_CODES else ""
         if code in APP_THROTTLED_CODES or response.status == 429:
             throttled = "app"
+        wait_s = response.seconds(*RESET_HEADERS) if throttled else None
         raise FeishuError(
             f"{what}: Feishu error {code}: {str(result.get('msg', ''))[:200]}",
             retryable=code in NOT_DONE_CODES or response.status == 429,
             code=code,
             throttled=throttled,
+            retry_after_ms=round(min(wait_s, MAX_RESET_S) * 1000) if wait_s is not None else 0,
         )
 
     @staticmethod

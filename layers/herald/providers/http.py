@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
@@ -19,6 +20,18 @@ _pool: urllib3.PoolManager | None = None
 class HttpResponse:
     status: int
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict)  # names lowercased
+
+    def seconds(self, *names: str) -> float | None:
+        """The first of these headers that holds a number of seconds (>= 0), or None."""
+        for name in names:
+            try:
+                value = float(self.headers.get(name, ""))
+            except ValueError:
+                continue
+            if math.isfinite(value) and value >= 0:
+                return value
+        return None
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -67,4 +80,5 @@ def request(
         raise TransportError(
             f"{method} {url.split('?', maxsplit=1)[0]} failed: {type(reason).__name__}", maybe_delivered=not never_sent
         ) from exc
-    return HttpResponse(status=response.status, body=response.data)
+    headers = {name.lower(): value for name, value in response.headers.items()}
+    return HttpResponse(status=response.status, body=response.data, headers=headers)
