@@ -78,11 +78,12 @@ dev: $(STAMP)
 ## cloud's pollers take CPU, and timing tests must not starve); `make dev`'s tests (the README's, on its documented
 ## ports), the integration suite again on the second engines (DynamoDB Local for the tables, fauxqs for the queues),
 ## then the console's browser tests; and the crash soak, which mostly waits for in-flight messages' visibility
-## timeouts (as SQS would). The other runs' output follows the first's.
+## timeouts (as SQS would), followed by the few long in-process tests (`slow`: minutes on one core each, the tail
+## of the first run otherwise). The other runs' output follows the first's.
 ## `make integration-matrix` runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
 SIDE_LOG := .herald/make-dev-and-second-engines.log
-IN_PROCESS := not integration and not e2e and not browser and not crash
+IN_PROCESS := not integration and not e2e and not browser and not crash and not slow
 test:
 	@$(MAKE) --no-print-directory -j6 setup $(CHROMEDRIVER) $(SAM_STAMP) $(OPC_STAMP) $(TS_CLIENT)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint sam-check clients
@@ -90,7 +91,7 @@ test:
 
 test-runs:
 	@install -d -m 700 .herald
-	$(BIN)/pytest -m crash > $(CRASH_LOG) 2>&1 & crash=$$!; \
+	{ $(BIN)/pytest -m crash && $(BIN)/pytest -m slow --durations=5; } > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	{ $(BIN)/pytest -m e2e --durations=5 \
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration --durations=10 \
 		&& $(BIN)/pytest -m browser --durations=5; \
@@ -99,7 +100,8 @@ test-runs:
 		&& $(BIN)/pytest -m "integration and not crash" --durations=25; status=$$?; \
 	wait $$side; sided=$$?; \
 	echo "--- make dev's tests, the integration suite on DynamoDB Local + fauxqs, the console in Chromium"; \
-	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak"; cat $(CRASH_LOG); \
+	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak, then the long in-process tests"; \
+	cat $(CRASH_LOG); \
 	[ $$status -eq 0 ] && [ $$sided -eq 0 ] && [ $$crashed -eq 0 ]
 
 ## check: the quick loop while developing: lint and type check, then the unit and functional tests, four workers

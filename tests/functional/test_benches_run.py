@@ -44,6 +44,12 @@ def test_every_bench_script_is_smoke_run_in_make_test() -> None:
     assert scripts == set(IN_PROCESS) | set(ON_A_LOCAL_CLOUD)
 
 
-@pytest.mark.parametrize("script", sorted(IN_PROCESS))
+# cold_start.py measures each function's imports in fresh interpreters: about a minute on one core
+SLOW = {"cold_start.py"}
+
+
+@pytest.mark.parametrize(
+    "script", [pytest.param(name, marks=[pytest.mark.slow] if name in SLOW else []) for name in sorted(IN_PROCESS)]
+)
 def test_the_bench_runs_to_its_report(script: str) -> None:
     run_bench(script, *IN_PROCESS[script])

@@ -9,6 +9,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from fastapi.testclient import TestClient
 
 from herald.auth.service_keys import ServiceKeys
@@ -16,6 +17,7 @@ from herald_dev.fakes.feishu import FakeFeishu
 from tests.functional.test_events import Partner
 from tests.support.events import EventsPipeline
 
+pytestmark = pytest.mark.slow  # about two minutes on one core: `make test` runs it beside the crash soak
 SERVICES, PER_SERVICE = 6, 50
 
 

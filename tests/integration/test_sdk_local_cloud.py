@@ -19,6 +19,7 @@ from herald.auth.service_keys import ServiceKeys
 from herald_client import AppClient, Conflict, NotFound, ServiceClient, TurnReader
 from herald_client.clients import OPERATIONS
 from herald_dev.openapi import EXPORTED
+from herald_dev.webhook_receiver import WebhookReceiver
 from tests.integration.test_confirms_local_cloud import im_messages, new_user
 from tests.support.local_cloud import LocalCloudProcess, running_cloud
 from tests.support.owner import LoopbackOwner
@@ -167,6 +168,24 @@ def test_every_operation_through_the_sdk(cloud: LocalCloudProcess, recorder: Rec
         assert [c["title"] for c in cards if c["receive_id"] == chat] == ["Job 1"]
 
     eventually(one_card)
+
+    # what became of the events: read, listed, and told by a status webhook (its secret rotated once)
+    receiver = WebhookReceiver().start()
+    try:
+        assert service.set_event_webhook(f"{receiver.url}/hooks", ["succeeded"])["secret"].startswith("whsec_")
+        receiver.secret = service.rotate_event_webhook_secret()["secret"]
+        service.post_event(f"evt2-{suffix}", "job.progress", {**event, "title": "Job 2"})
+
+        def told() -> None:  # (the first event's notice too, when it was still on its way as the webhook came)
+            assert f"evt2-{suffix}" in [d["data"]["event_id"] for d in receiver.documents()]
+
+        eventually(told, timeout=60)
+        assert service.get_event(f"evt2-{suffix}")["status"] == "succeeded"
+        listed = [item["event_id"] for item in service.list_events(status="succeeded", page_size=1)]
+        assert listed == [f"evt2-{suffix}", f"evt-{suffix}"]
+        assert service.delete_event_webhook() == {"deleted": True}
+    finally:
+        receiver.stop()
 
     known = operations()
     called = {operation_of(method, path, known) for method, path in recorder.calls}

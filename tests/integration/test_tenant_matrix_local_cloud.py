@@ -13,12 +13,12 @@ import pytest
 
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
+from tests.functional.test_auth_matrix import TENANT_FREE
 from tests.support.local_cloud import LocalCloudProcess
 from tests.support.owner import ROUTE_BODIES
 from tests.support.tokens import make_token
 
 pytestmark = pytest.mark.integration
-TENANT_FREE = {"/internal/v1/whoami", "/events/external"}
 MEMBER = "member-" + secrets.token_hex(3)
 
 

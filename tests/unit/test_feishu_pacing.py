@@ -114,6 +114,7 @@ def test_a_wait_longer_than_the_workers_time_after_progress_hands_the_lane_to_a_
     """Jobs ran in this drain: a fresh message carries on (a receive is not spent on a lane making progress)."""
     for n in range(6):
         herald.post(n)
+
     def budget() -> int:  # the worker's time runs short after three calls
         return 60_000 if len(herald.feishu.calls) < 3 else 50
 
