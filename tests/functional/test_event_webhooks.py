@@ -36,6 +36,11 @@ class Subscriber(Partner):
         return answer.json()["data"]  # type: ignore[no-any-return]
 
 
+@pytest.fixture(autouse=True)
+def notices_posted(events: EventsPipeline) -> None:
+    events.posts_notices = True
+
+
 @pytest.fixture
 def receiver() -> Iterator[WebhookReceiver]:
     server = WebhookReceiver().start()

@@ -29,8 +29,9 @@ class Plan:
     @property
     def first_call(self) -> FeishuLink:
         """The app of the job's first call (its token is asked before the mark; its pace is waited for)."""
-        updates = self.decision is CardDecision.UPDATE and self.card_app is not None
-        return self.card_app if updates and self.card_app is not None else self.tenant_app
+        if self.decision is CardDecision.UPDATE and self.card_app is not None:
+            return self.card_app
+        return self.tenant_app
 
 
 class CardCalls:
