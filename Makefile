@@ -78,8 +78,9 @@ dev: $(STAMP)
 ## cloud's pollers take CPU, and timing tests must not starve); `make dev`'s tests (the README's, on its documented
 ## ports), the integration suite again on the second engines (DynamoDB Local for the tables, fauxqs for the queues),
 ## then the console's browser tests; and the crash soak, which mostly waits for in-flight messages' visibility
-## timeouts (as SQS would), followed by the few long in-process tests (`slow`: minutes on one core each, the tail
-## of the first run otherwise). The other runs' output follows the first's.
+## timeouts (as SQS would), followed by the few long tests (`slow`: minutes on one core each: the 300-event run and
+## the cold-start bench in process, the API fuzz and the benches on a local cloud, which the second engines' run
+## takes again). The other runs' output follows the first's.
 ## `make integration-matrix` runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
 SIDE_LOG := .herald/make-dev-and-second-engines.log
@@ -97,10 +98,10 @@ test-runs:
 		&& $(BIN)/pytest -m browser --durations=5; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(BIN)/pytest -m "$(IN_PROCESS)" -n 3 --durations=25 \
-		&& $(BIN)/pytest -m "integration and not crash" --durations=25; status=$$?; \
+		&& $(BIN)/pytest -m "integration and not crash and not slow" --durations=25; status=$$?; \
 	wait $$side; sided=$$?; \
 	echo "--- make dev's tests, the integration suite on DynamoDB Local + fauxqs, the console in Chromium"; \
-	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak, then the long in-process tests"; \
+	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak, then the long tests"; \
 	cat $(CRASH_LOG); \
 	[ $$status -eq 0 ] && [ $$sided -eq 0 ] && [ $$crashed -eq 0 ]
 

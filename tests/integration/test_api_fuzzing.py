@@ -32,7 +32,8 @@ from herald.input_policy import PolicyViolation, check_body, check_free_form
 from tests.support.local_cloud import LocalCloudProcess
 from tests.support.tokens import make_token
 
-pytestmark = pytest.mark.integration
+# Every operation fuzzed: minutes of a local cloud's work, so `make test` runs it beside the crash soak.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 RANDOM = os.environ.get("HERALD_FUZZ_RANDOM") == "1"
 EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "12"))

@@ -9,7 +9,8 @@ import pytest
 
 from tests.functional.test_benches_run import ON_A_LOCAL_CLOUD, run_bench
 
-pytestmark = pytest.mark.integration
+# Minutes of a local cloud's work, so `make test` runs them beside the crash soak.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("script", sorted(ON_A_LOCAL_CLOUD))
