@@ -73,7 +73,8 @@ class RegisteredApps:
         return self._of_tenant(app_code) if app_code else self._stack()
 
     def sender(self, tenant: str, app_id: str) -> FeishuLink | None:
-        for link in (self._stack, lambda: self.current(tenant, "")):
-            if (found := link()).app_id == app_id:
-                return found
-        return None
+        stack = self._stack()
+        if stack.app_id == app_id:
+            return stack
+        registered = self.current(tenant, "")
+        return registered if registered.app_id == app_id else None

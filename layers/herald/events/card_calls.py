@@ -93,12 +93,12 @@ class CardCalls:
         sent_by, tenant = plan.tenant_app.app_id, job.tenant or ""
         return card_write(job, written.message_id, plan.current, sent_by=sent_by, at_ms=self._clock(), tenant=tenant)
 
-    def plan(self, job: Job) -> Plan:
+    def plan(self, job: Job, tenant_app: FeishuLink) -> Plan:
         """What the job's card calls for, given where its card id was delivered (a one-off event: a send), and
         the apps that make the calls: an update only through the app that sent the card, while Herald can still
-        call as it; otherwise the revision continues the card through the tenant's app."""
+        call as it; otherwise the revision continues the card through the tenant's app (`tenant_app`, as the
+        attempt found it)."""
         event = job.event
-        tenant_app = self._apps.current(job.tenant, job.service_id)
         if event.card_id is None or event.revision is None:
             return Plan(None, CardDecision.SEND, tenant_app, None)
         current = self._store.card(job.service_id, event.card_id, event.target)

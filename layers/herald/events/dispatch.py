@@ -120,7 +120,9 @@ class EventDispatcher:
         claimed = self._claim(job, self._clock())
         if claimed is None:  # another worker (or an operator) moved it first
             return Step.AGAIN
-        return self._settle(claimed, allowed) if settling else self._deliver(claimed, allowed, remaining_ms)
+        if settling:
+            return self._settle(claimed, allowed, tenant_app)
+        return self._deliver(claimed, allowed, remaining_ms, tenant_app)
 
     # ------------------------------------------------------------------ the head job
     def _next_unfinished(self, lane: str, done: int) -> Job | None:
@@ -217,12 +219,14 @@ class EventDispatcher:
             return None
 
     # ------------------------------------------------------------------ one attempt
-    def _deliver(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step | PaceWait:
+    def _deliver(
+        self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int], tenant_app: FeishuLink
+    ) -> Step | PaceWait:
         """One attempt of the head job: AGAIN when Feishu's rate limit refused it (back in the queue, its attempt
         given back); PaceWait when its call's moment is further away than the worker's time."""
         if job.event.target.key not in allowed:
             return self._complete(job, JobStatus.REJECTED, Outcome.TARGET_NOT_ALLOWED, "", None)
-        plan = self._cards.plan(job)
+        plan = self._cards.plan(job, tenant_app)
         current, decision = plan.current, plan.decision
         if decision in (CardDecision.STALE, CardDecision.SAME):
             shown = current.message_id if current else ""
@@ -254,13 +258,13 @@ class EventDispatcher:
         return self._complete(job, JobStatus.SUCCEEDED, written.outcome, written.message_id, mapping, written=written)
 
     # ------------------------------------------------------------------ settling an unknown job
-    def _settle(self, job: Job, allowed: frozenset[str]) -> Step:
+    def _settle(self, job: Job, allowed: frozenset[str], tenant_app: FeishuLink) -> Step:
         """One try at settling an unknown job, taken back to running (its lane is blocked behind it, so
         its card's mapping is as its first attempt left it): FINISHED when it is settled, else it is unknown
         again, to be tried later (NotYet) or left to an operator."""
         if job.event.target.key not in allowed:
             return self._unknown_for_operator(job, "its target is no longer allowed for the service: not tried again")
-        plan = self._cards.plan(job)
+        plan = self._cards.plan(job, tenant_app)
         current, decision = plan.current, plan.decision
         if decision in (CardDecision.STALE, CardDecision.SAME):
             message_id = current.message_id if current else ""
@@ -329,7 +333,7 @@ class EventDispatcher:
         fall outside Feishu's uuid window (`decision`, the side effect it was, is read when not given)."""
         if job.settle_tries >= self._policy.settle_attempts:
             return 0, f"not settled after {job.settle_tries} tries: {OPERATOR_DECIDES}"
-        sends = (decision or self._cards.plan(job).decision).sends
+        sends = (decision or self._cards.plan(job, self._apps.current(job.tenant, job.service_id)).decision).sends
         if sends and (closed := self._policy.resend_window_closed(job, at)):
             return 0, f"{closed}; {OPERATOR_DECIDES}"
         return max(1, at), ""

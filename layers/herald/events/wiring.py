@@ -3,6 +3,7 @@ that delivers, so the outbox and the HTTP function never load it (cold start).""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -102,20 +103,9 @@ def feishu_apps(c: Container) -> RegisteredApps:
         secret = secret_source(None, app.secret_parameter, f"Feishu app secret of {app.app_id}")
         return _link(c, app.base_url or settings.feishu_base_url, app.app_id, secret)
 
-    stack_link = _once(stack)
+    stack_link = functools.cache(stack)  # built once, on first use
     per_tenant = PerTenant(tenants(c), lambda tenant: tenant.feishu, through, stack_link)
     return RegisteredApps(stack_link, per_tenant, lambda service: service_keys(c).delivery_scope(service).tenant)
-
-
-def _once(build: Callable[[], FeishuLink]) -> Callable[[], FeishuLink]:
-    built: list[FeishuLink] = []
-
-    def get() -> FeishuLink:
-        if not built:
-            built.append(build())
-        return built[0]
-
-    return get
 
 
 def _link(c: Container, base_url: str, app_id: str, secret: Callable[[], str]) -> FeishuLink:

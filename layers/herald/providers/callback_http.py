@@ -21,6 +21,17 @@ from types import TracebackType
 
 from herald import budgets
 from herald.callback_urls import EndpointUnreachable, ForbiddenUrl, Target, UrlPolicy
+from herald.settings import Settings
+
+
+def callback_url_policy(settings: Settings) -> UrlPolicy:
+    """Where callbacks may go under the stack's settings, owner callbacks and status webhooks alike (names resolved
+    by the system's resolver, at registration and at every call)."""
+    return UrlPolicy(
+        SocketResolver(),
+        https_only=settings.owner_callbacks_https_only,
+        allow_private=settings.owner_callbacks_allow_private,
+    )
 
 
 class SocketResolver:

@@ -25,14 +25,9 @@ def registration_store(c: Container) -> DynamoRegistrationStore:
 @part
 def url_policy(c: Container) -> UrlPolicy:
     """Where callbacks may go, checked at registration and again at every call."""
-    from herald.providers.callback_http import SocketResolver
+    from herald.providers.callback_http import callback_url_policy
 
-    settings = c.settings
-    return UrlPolicy(
-        SocketResolver(),
-        https_only=settings.owner_callbacks_https_only,
-        allow_private=settings.owner_callbacks_allow_private,
-    )
+    return callback_url_policy(c.settings)
 
 
 @part

@@ -5,6 +5,7 @@ callbacks, and a notice that got no 2xx is tried again later by its queue (heral
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from enum import StrEnum
 from typing import Protocol
 
@@ -57,17 +58,7 @@ class StatusWebhooks:
         wanted = self._statuses(statuses)
         now, existing = self._clock(), self._store.get(service_id, tenant)
         if existing is not None:
-            changed = StatusWebhook(
-                service_id,
-                tenant,
-                url,
-                wanted,
-                existing.secret,
-                existing.created_at_ms,
-                now,
-                existing.previous_secret,
-                existing.previous_secret_until_ms,
-            )
+            changed = replace(existing, url=url, statuses=wanted, updated_at_ms=now)
             self._store.put(changed)
             return changed, None
         secret = new_secret()
@@ -88,16 +79,12 @@ class StatusWebhooks:
     def rotate_secret(self, service_id: str, tenant: str) -> tuple[StatusWebhook, str]:
         """A new signing secret, answered once; the old one still signs beside it for a day."""
         webhook, now, secret = self.get(service_id, tenant), self._clock(), new_secret()
-        rotated = StatusWebhook(
-            service_id,
-            tenant,
-            webhook.url,
-            webhook.statuses,
-            secret,
-            webhook.created_at_ms,
-            now,
-            webhook.secret,
-            now + ROTATION_OVERLAP_MS,
+        rotated = replace(
+            webhook,
+            secret=secret,
+            updated_at_ms=now,
+            previous_secret=webhook.secret,
+            previous_secret_until_ms=now + ROTATION_OVERLAP_MS,
         )
         self._store.put(rotated)
         return rotated, secret

@@ -1,5 +1,6 @@
 """The status webhooks' parts: their store (the events table), the queue of notices, and the poster, whose calls go
-through the guarded callback transport under the same URL rules and total deadline as owner callbacks."""
+through the guarded callback transport under the owner callbacks' URL rules (providers.callback_http's
+callback_url_policy, one for both) and total deadline."""
 
 from __future__ import annotations
 
@@ -26,22 +27,16 @@ def notice_queue(c: Container) -> SqsNoticeQueue:
 
 
 @part
-def webhook_urls(c: Container) -> UrlPolicy:
-    """Where a webhook may point: checked when it is registered and again at every post."""
-    from herald.callback_urls import UrlPolicy
-    from herald.providers.callback_http import SocketResolver
-
-    settings = c.settings
-    return UrlPolicy(
-        SocketResolver(),
-        https_only=settings.owner_callbacks_https_only,
-        allow_private=settings.owner_callbacks_allow_private,
-    )
+def status_webhooks(c: Container) -> StatusWebhooks:
+    return StatusWebhooks(webhook_store(c), webhook_urls(c), clock=c.clock)
 
 
 @part
-def status_webhooks(c: Container) -> StatusWebhooks:
-    return StatusWebhooks(webhook_store(c), webhook_urls(c), clock=c.clock)
+def webhook_urls(c: Container) -> UrlPolicy:
+    """Where a webhook may point: the owner callbacks' rules, checked at registration and again at every post."""
+    from herald.providers.callback_http import callback_url_policy
+
+    return callback_url_policy(c.settings)
 
 
 @part
