@@ -152,6 +152,11 @@ class Settings:
     feishu_app_calls_per_minute: int = 1000
     feishu_chat_calls_per_second: int = 5
     feishu_base_url: str = "https://open.feishu.cn"
+    # Each provider app's circuit (herald.circuits): calls in flight to one app across the stack (below each
+    # worker pool, so an app that hangs leaves the rest of the pool to others), and how long failed calls in a
+    # row park it at first (doubling per failed probe, up to a minute).
+    provider_app_calls_at_once: int = 4
+    provider_app_first_park_ms: int = 5_000
     feishu_app_id: str = ""
     feishu_app_secret: Secret | None = None
     feishu_app_secret_parameter: str | None = None

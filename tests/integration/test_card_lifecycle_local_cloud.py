@@ -14,8 +14,8 @@ import pytest
 
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
-from tests.integration.test_tenants_local_cloud import ops
 from tests.support.local_cloud import LocalCloudProcess
+from tests.support.tenants import ops
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration

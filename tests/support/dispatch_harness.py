@@ -3,6 +3,7 @@ tests (settling unknown jobs, a card's life) drive."""
 
 from __future__ import annotations
 
+from herald.circuits import Circuit, CircuitLimits
 from herald.errors import DeliveryError
 from herald.events.apps import OneApp
 from herald.events.dispatch import EventDispatcher
@@ -12,7 +13,7 @@ from herald.events.models import Card, ExternalEvent
 from herald.events.policy import FEISHU_UUID_WINDOW_MS, DispatchPolicy
 from herald.events.service import EventIntake
 from tests.support.clock import FakeClock
-from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, PartnerKey
+from tests.support.fakes import AdmitAll, FixedTargets, InMemoryCircuitStore, InMemoryJobStore, PartnerKey
 
 TARGET = {"receive_id": "oc_1", "receive_id_type": "chat_id"}
 ALLOWED = frozenset({"chat_id:oc_1"})
@@ -41,8 +42,11 @@ class ScriptedFeishu:
         self.updated: list[str] = []  # the message ids updates were made to
         self.by_uuid: dict[str, tuple[str, int]] = {}  # uuid -> (message id, when first sent)
         self.calls: list[str] = []
+        self.token_errors: list[DeliveryError] = []  # what the coming token requests fail with
 
     def tenant_access_token(self) -> str:
+        if self.token_errors:
+            raise self.token_errors.pop(0)
         return "t"
 
     def _outcome(self) -> str:
@@ -97,6 +101,7 @@ class Harness:
         self.intake = EventIntake(self.store, AdmitAll(), self.clock)
         self.outcomes: list[str] = []
         self.policy = DispatchPolicy(lease_ms=LEASE_MS, reserve_ms=0, settle_attempts=3, send_dedup_window_ms=WINDOW_MS)
+        self.circuit = Circuit(InMemoryCircuitStore(), "feishu:cli_stack", CircuitLimits(), self.clock)
 
     def post(self, event_id: str, title: str, card_id: str | None = None, revision: int | None = None) -> None:
         data: dict[str, object] = {"title": title, "status": "running", "summary": "", "target": TARGET}
@@ -110,7 +115,7 @@ class Harness:
         return EventDispatcher(
             self.store,
             FixedTargets(ALLOWED),
-            OneApp(self.feishu),
+            OneApp(self.feishu, circuit=self.circuit),
             self.policy,
             nudge=lambda nudge: None,
             clock=self.clock,

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from herald.auth.models import ServiceKeyRecord
+from herald.circuits import CircuitState
 from herald.clock import Clock
 from herald.confirms.models import Confirm, Delivery, SendResult, StaleConfirm
 from herald.errors import NotFound
@@ -494,6 +495,22 @@ class InMemoryBucketStore:
             return False
         for name, bucket in buckets.items():
             self.buckets[name] = dataclasses.replace(bucket, version=bucket.version + 1)
+        return True
+
+
+class InMemoryCircuitStore:
+    """The provider apps' circuits in memory, each written only over the version it was read at."""
+
+    def __init__(self) -> None:
+        self.circuits: dict[str, CircuitState] = {}
+
+    def read(self, name: str) -> CircuitState:
+        return self.circuits.get(name, CircuitState())
+
+    def write(self, name: str, state: CircuitState) -> bool:
+        if self.read(name).version != state.version:
+            return False
+        self.circuits[name] = dataclasses.replace(state, version=state.version + 1)
         return True
 
 

@@ -90,8 +90,10 @@ class ConfirmPipeline:
                 )
         return len(messages)
 
-    def drain(self, rounds: int = 5) -> None:
+    def drain(self, rounds: int = 5, backoff_elapses: bool = False) -> None:
+        """Streams and queue until quiet; `backoff_elapses`: pushes sent back (an app's slots all in flight, a
+        retry) come back at once."""
         for _ in range(rounds):
             self.pump_streams()
-            while self.pump_queue():
+            while self.pump_queue(backoff_elapses):
                 pass

@@ -47,6 +47,26 @@ class WithHeaders:
 Response = tuple[int, Any, str]  # status, body (JSON-able, str, Dribble or WithHeaders), content type
 Handler = Callable[[Request], Response]
 
+HANGING = -1  # an app's outage "status": its calls are accepted and never answered while it lasts
+_HANG_MOST_S = 120.0
+
+
+def outage_status(body: dict[str, Any]) -> int:
+    """An outage as POSTed to a fake: `{"status": 503}` answers with that status, `{"hang": true}` never answers."""
+    return HANGING if body.get("hang") else int(body.get("status", 0))
+
+
+def while_outage(status_now: Callable[[], int | None]) -> int | None:
+    """The status an app's call is answered with during its outage (None: no outage). A hanging outage holds the
+    call, unanswered, until it ends (a client's timeout comes first), then answers 503, nothing done."""
+    status = status_now()
+    if status != HANGING:
+        return status or None
+    until = time.monotonic() + _HANG_MOST_S
+    while status_now() == HANGING and time.monotonic() < until:
+        time.sleep(0.05)  # the fake's connection held open: the hang is the behaviour under test
+    return 503
+
 
 class LoopbackServer:
     def __init__(self, handle: Handler, host: str = "127.0.0.1", port: int = 0) -> None:

@@ -28,7 +28,7 @@ to it answers HTTP 429, 99991400 and `x-ogw-ratelimit-reset` (the seconds left) 
 Several apps (tenants): POST /__fake/apps {"app_id", "app_secret"} adds one; a token is its app's, and each
 card records the app it came through (`app_id`). POST /__fake/outage {"app_id": "cli_x", "status": 503}
 answers every call of that app (its token requests, and calls with its tokens) with that status until it is
-set to 0.
+set to 0; {"app_id": "cli_x", "hang": true} accepts them and never answers (nothing done) until then.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from typing import Any
 
 from herald.providers.feishu import MESSAGES_PATH, TOKEN_PATH
 from herald.targets import RECEIVE_ID_TYPES
-from herald_dev.fakes._server import LoopbackFake, Request, Response, WithHeaders
+from herald_dev.fakes._server import LoopbackFake, Request, Response, WithHeaders, outage_status, while_outage
 from herald_dev.fakes.limits import EnforcedLimits
 
 log = logging.getLogger("fake-feishu")
@@ -117,8 +117,11 @@ class FakeFeishu(LoopbackFake):
                 self.outages.pop(app_id, None)
 
     def _outage(self, app_id: str) -> Response | None:
-        with self._lock:
-            status = self.outages.get(app_id)
+        def status_now() -> int | None:
+            with self._lock:
+                return self.outages.get(app_id)
+
+        status = while_outage(status_now)
         return _error(status, "this app is out of service", status) if status else None
 
     def age(self, message_id: str, days: float) -> None:
@@ -181,7 +184,7 @@ class FakeFeishu(LoopbackFake):
             return 200, {"ok": True}, _JSON
         if request.path == "/__fake/outage" and request.method == "POST":
             outage = request.json() or {}
-            self.set_outage(str(outage["app_id"]), int(outage.get("status", 0)))
+            self.set_outage(str(outage["app_id"]), outage_status(outage))
             return 200, {"ok": True}, _JSON
         if request.path == "/__fake/age" and request.method == "POST":
             aged = request.json() or {}

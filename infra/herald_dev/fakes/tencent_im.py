@@ -13,7 +13,7 @@ with `60011` (nothing sent) and every send is answered that late (benchmarks).
 Several IM applications, as Tencent hosts them (tenants): POST /__fake/apps {"sdk_app_id", "admin",
 "secret_key"} adds one, each checked against its own key; each message records the SDKAppID it came through.
 POST /__fake/outage {"sdk_app_id": N, "status": 503} answers every call of that app with that status until
-it is set to 0 (one app's outage).
+it is set to 0 (one app's outage); {"sdk_app_id": N, "hang": true} accepts them and never answers until then.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections import deque
 from typing import Any
 
 from herald.providers.tencent_im import ROAMMSG_PATH, SENDMSG_PATH, verify_user_sig
-from herald_dev.fakes._server import LoopbackFake, Request, Response
+from herald_dev.fakes._server import LoopbackFake, Request, Response, outage_status, while_outage
 from herald_dev.fakes.limits import EnforcedLimits
 
 log = logging.getLogger("fake-tencent-im")
@@ -107,7 +107,7 @@ class FakeTencentIm(LoopbackFake):
             return 200, {"ok": True}, "application/json"
         if request.path == "/__fake/outage" and request.method == "POST":
             outage = request.json() or {}
-            self.set_outage(int(outage["sdk_app_id"]), int(outage.get("status", 0)))
+            self.set_outage(int(outage["sdk_app_id"]), outage_status(outage))
             return 200, {"ok": True}, "application/json"
         if request.path == "/__fake/limits" and request.method == "POST":
             limits = request.json() or {}
@@ -207,8 +207,12 @@ class FakeTencentIm(LoopbackFake):
 
     def _outage(self, query: dict[str, str]) -> Response | None:
         sdk_app_id = query.get("sdkappid", "")
-        with self._lock:
-            status = self.outages.get(int(sdk_app_id)) if sdk_app_id.isdigit() else None
+
+        def status_now() -> int | None:
+            with self._lock:
+                return self.outages.get(int(sdk_app_id)) if sdk_app_id.isdigit() else None
+
+        status = while_outage(status_now)
         return (status, {"error": "this app is out of service"}, "application/json") if status else None
 
     def _getroammsg(self, request: Request) -> Response:

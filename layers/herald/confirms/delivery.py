@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from herald import budgets
+from herald.circuits import AppCircuit, Unguarded, waits_for_app
 from herald.clock import Clock, now_ms, utc_text
 from herald.confirms.models import Confirm, ConfirmStatus, CustomMessage, Delivery, SendResult
 from herald.errors import DeliveryError
@@ -178,8 +179,10 @@ class ConfirmDelivery:
         history_ms: int,
         clock: Clock = now_ms,
         pace: ImPace | None = None,
+        circuit: AppCircuit | None = None,
     ) -> None:
         self._pace = pace
+        self._circuit = circuit or Unguarded()  # the IM client's calls go through it
         self._confirms = confirms  # a ConfirmStore (only `get` is used)
         self._deliveries = deliveries
         self._im = im
@@ -191,9 +194,10 @@ class ConfirmDelivery:
         confirm: Confirm | None = self._confirms.get(push.app_code, push.confirm_id)
         if confirm is None:
             raise PermanentDeliveryFailure(f"confirm {push.confirm_id} does not exist")
-        delivery = self._deliveries.begin(
-            push.app_code, push.confirm_id, push.delivery_key, new_msg_random(), self._clock()
-        )
+        if wait := self._circuit.wait_ms():  # before the push's first write: a push its app refuses writes nothing
+            raise DeliveryPaced(f"Tencent IM app of {push.app_code or 'the stack'}: its circuit refuses calls", wait)
+        key = push.delivery_key
+        delivery = self._deliveries.begin(push.app_code, push.confirm_id, key, new_msg_random(), self._clock())
         if delivery.status == "sent":
             return delivery
         try:
@@ -225,6 +229,8 @@ class ConfirmDelivery:
             message = message_for(confirm, push, delivery.msg_random)
             result = self._paced(SENDMSG, lambda: self._im.send(message))
         except DeliveryError as exc:
+            if wait := waits_for_app(exc, self._circuit):  # the app is parked: the push waits for it, uncounted
+                raise DeliveryPaced(f"Tencent IM app waits: {exc}", wait) from exc
             attempts = delivery.attempts + 1
             reason = str(exc) if not exc.retryable else f"gave up after {attempts} attempts: {exc}"
             if exc.retryable and attempts < self._max_attempts:

@@ -106,11 +106,14 @@ def delivery_for(c: Container) -> PerTenant[TencentImApp, ConfirmDelivery]:
 
 def _delivery(c: Container, base_url: str, sdk_app_id: int, admin: str, key: Callable[[], str]) -> ConfirmDelivery:
     from herald.confirms.pacing import TencentImLimits, TencentImPace
-    from herald.limits.wiring import governor
+    from herald.limits.wiring import governor, provider_circuit
     from herald.providers.tencent_im import TencentImClient
 
     settings = c.settings
-    im = TencentImClient(base_url=base_url, sdk_app_id=sdk_app_id, admin_identifier=admin, secret_key=key)
+    circuit = provider_circuit(c, f"im:{sdk_app_id}")
+    im = TencentImClient(
+        base_url=base_url, sdk_app_id=sdk_app_id, admin_identifier=admin, secret_key=key, guard=circuit
+    )
     limits = TencentImLimits(settings.tencent_im_sendmsg_per_second, settings.tencent_im_roammsg_per_second)
     return ConfirmDelivery(
         confirm_store(c),
@@ -120,6 +123,7 @@ def _delivery(c: Container, base_url: str, sdk_app_id: int, admin: str, key: Cal
         clock=c.clock,
         history_ms=settings.tencent_im_history_days * 86_400_000,
         pace=TencentImPace(governor(c), sdk_app_id, limits),
+        circuit=circuit,
     )
 
 

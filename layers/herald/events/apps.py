@@ -9,19 +9,22 @@ the revision continues the card as a new message through the tenant's current ap
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from herald.circuits import AppCircuit, Unguarded
 from herald.events.pacing import Unpaced
 from herald.events.ports import Messenger, Pace
 
 
 @dataclass(frozen=True)
 class FeishuLink:
-    """One Feishu app as a job calls it: its client, and the pace its calls keep."""
+    """One Feishu app as a job calls it: its client, the pace its calls keep, and its circuit (the client's
+    calls go through it; a job waits while the app is parked)."""
 
     messenger: Messenger
     pace: Pace
+    circuit: AppCircuit = field(default_factory=Unguarded)
 
     @property
     def app_id(self) -> str:
@@ -43,8 +46,8 @@ class FeishuApps(Protocol):
 class OneApp:
     """Every tenant's cards through one app: a stack without tenants' own apps, and the unit tests' Feishu."""
 
-    def __init__(self, messenger: Messenger, pace: Pace | None = None) -> None:
-        self._link = FeishuLink(messenger, pace or Unpaced())
+    def __init__(self, messenger: Messenger, pace: Pace | None = None, circuit: AppCircuit | None = None) -> None:
+        self._link = FeishuLink(messenger, pace or Unpaced(), circuit or Unguarded())
 
     def current(self, tenant: str | None, service_id: str) -> FeishuLink:
         return self._link

@@ -6,13 +6,11 @@ lane has work": the dispatcher always takes the lane's lowest unfinished job (th
 late or redriven message can neither run a later job early nor run a finished one again.
 
 A side effect is marked on the job before the first external write. Before the mark a failure is retried with
-backoff (bounded, then the job fails); after it, only the provider's answer that it did not act sends the job
-back; anything else (no answer, a crash) leaves the job `unknown`, and its lane waits.
-
-An unknown job is settled by Herald wherever Feishu's rules make a second try provably harmless: a send again
-with the job's `uuid` inside Feishu's one-hour window, an update written again while its lane is blocked behind
-it (docs/side-effects.md cites the rules; each try's evidence is kept on the job). After a bounded number of
-tries, past the window, or on a refusal that proves nothing, the job waits for an operator."""
+backoff (bounded, then the job fails; while its app is parked it waits, untried); after it, only the provider's
+answer that it did not act sends the job back; anything else (no answer, a crash) leaves the job `unknown`, and
+its lane waits. Herald settles an unknown job wherever Feishu's rules make a second try provably harmless (a send
+again with its `uuid` inside Feishu's one-hour window, an update written again: docs/side-effects.md), a bounded
+number of times; past the window, or on a refusal that proves nothing, the job waits for an operator."""
 
 from __future__ import annotations
 
@@ -21,6 +19,7 @@ import threading
 from collections.abc import Callable
 
 from herald import budgets
+from herald.circuits import waits_for_app
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
 from herald.events.apps import FeishuApps, FeishuLink
@@ -36,6 +35,7 @@ from herald.events.records import Outcome, ProviderCall, Resolution, resolution
 
 OPERATOR_DECIDES = "an operator decides"
 COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newer one of the same card
+PACE_SLEEP_MOST_MS = 1_000  # a call's moment further away: the message comes back then (SQS counts in seconds)
 
 
 class EventDispatcher:
@@ -115,6 +115,8 @@ class EventDispatcher:
         self._pending_calls().clear()  # an attempt records only its own calls
         settling = job.status is JobStatus.UNKNOWN
         tenant_app = self._apps.current(job.tenant, job.service_id)  # before the claim: a paused tenant waits
+        if wait := tenant_app.circuit.wait_ms():  # before the claim: an attempt its app refuses writes nothing
+            raise NotYet(f"job {job.job_id} waits for Feishu app {tenant_app.app_id} (its circuit)", wait, job.tenant)
         if settling and job.event.target.key in allowed and (wait := self._paced(tenant_app, job, remaining_ms)):
             return PaceWait(wait)
         claimed = self._claim(job, self._clock())
@@ -124,7 +126,6 @@ class EventDispatcher:
             return self._settle(claimed, allowed, tenant_app)
         return self._deliver(claimed, allowed, remaining_ms, tenant_app)
 
-    # ------------------------------------------------------------------ the head job
     def _next_unfinished(self, lane: str, done: int) -> Job | None:
         """The lane's lowest unfinished job after `done` (None when caught up). The cursor moves past jobs
         an operator finished and past blocked jobs removed by their configured TTL."""
@@ -181,8 +182,10 @@ class EventDispatcher:
         meanwhile: Callable[[], object] = lambda: None,
     ) -> int:
         """The call's moment reserved in `app`'s pace, `meanwhile` run, the moment come (waited for while the time
-        allowed): 0; or the ms it is away, beyond the worker's time (then `meanwhile` did not run)."""
-        return app.pace.wait(job.event.target, lambda: remaining_ms() - self._policy.reserve_ms, meanwhile)
+        allowed, a second at most: a worker does not sleep for pace): 0; or the ms it is away (then `meanwhile`
+        did not run)."""
+        budget = lambda: min(PACE_SLEEP_MOST_MS, remaining_ms() - self._policy.reserve_ms)  # noqa: E731
+        return app.pace.wait(job.event.target, budget, meanwhile)
 
     def _pending_calls(self) -> list[ProviderCall]:
         if not hasattr(self._calls, "pending"):
@@ -218,7 +221,6 @@ class EventDispatcher:
         except StaleJob:
             return None
 
-    # ------------------------------------------------------------------ one attempt
     def _deliver(
         self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int], tenant_app: FeishuLink
     ) -> Step | PaceWait:
@@ -236,7 +238,7 @@ class EventDispatcher:
         try:
             plan.first_call.messenger.tenant_access_token()  # before the mark: a token failure touches nothing
         except DeliveryError as exc:
-            return self._not_done(job, exc)
+            return self._not_done(job, exc, plan.first_call)
         marked: list[Job] = []  # while its moment is waited for: only waking up comes between it and the call
         if wait := self._paced(plan.first_call, job, remaining_ms, lambda: self._mark(job, marked)):  # untried
             self._commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
@@ -250,14 +252,13 @@ class EventDispatcher:
             if exc.throttled:
                 self._throttled(plan.first_call, job, exc)
                 return Step.AGAIN
-            return self._not_done(job, exc)
+            return self._not_done(job, exc, plan.first_call)
         except Exception as exc:
             self._left_behind(job, f"interrupted after its side effect was marked: {exc!r}", decision)
             raise
         mapping = self._cards.mapping(job, written, plan)
         return self._complete(job, JobStatus.SUCCEEDED, written.outcome, written.message_id, mapping, written=written)
 
-    # ------------------------------------------------------------------ settling an unknown job
     def _settle(self, job: Job, allowed: frozenset[str], tenant_app: FeishuLink) -> Step:
         """One try at settling an unknown job, taken back to running (its lane is blocked behind it, so
         its card's mapping is as its first attempt left it): FINISHED when it is settled, else it is unknown
@@ -308,7 +309,6 @@ class EventDispatcher:
             self._on_outcome(job, "settled")
         return settled
 
-    # ------------------------------------------------------------------ unknown: maybe delivered
     def _left_behind(self, job: Job, reason: str, decision: CardDecision | None = None) -> None:
         """Unknown after a crash or a timeout: Herald tries to settle it at once, where it can."""
         self._record_unknown(job, reason, *self._next_settle(job, self._clock(), decision))
@@ -345,9 +345,12 @@ class EventDispatcher:
         self._on_outcome(job, str(JobStatus.UNKNOWN))
         return settle_at
 
-    # ------------------------------------------------------------------ not delivered, or finished
-    def _not_done(self, job: Job, exc: DeliveryError) -> Step:
-        """The provider did not act: retry with backoff while it may succeed and attempts remain."""
+    def _not_done(self, job: Job, exc: DeliveryError, app: FeishuLink) -> Step:
+        """The provider did not act: retry with backoff while it may succeed and attempts remain. While its app is
+        parked (its circuit: this failure may have parked it) the job waits for the app, its attempt given back."""
+        if wait := waits_for_app(exc, app.circuit):
+            self._commit(job, job.throttled(f"waits for Feishu app {app.app_id}: {exc}"), self._clock())
+            raise NotYet(f"job {job.job_id} waits for Feishu app {app.app_id}: {exc}", wait, job.tenant)
         if not exc.retryable:
             return self._fail(job, str(exc))
         if job.attempts >= self._policy.max_attempts:

@@ -19,7 +19,7 @@ from herald.events.service import EventIntake
 from herald.events.sqs import SqsDispatchQueue
 from herald.events.status import EventStatuses
 from herald.limits.service import RateLimiter
-from herald.limits.wiring import governor, rate_limiter, target_limit
+from herald.limits.wiring import governor, provider_circuit, rate_limiter, target_limit
 from herald.observability import metrics
 
 if TYPE_CHECKING:
@@ -117,8 +117,9 @@ def _link(c: Container, base_url: str, app_id: str, secret: Callable[[], str]) -
         app_per_minute=settings.feishu_app_calls_per_minute,
         chat_per_second=settings.feishu_chat_calls_per_second,
     )
-    client = FeishuClient(base_url=base_url, app_id=app_id, app_secret=secret)
-    return FeishuLink(client, FeishuPace(governor(c), app_id, limits))
+    circuit = provider_circuit(c, f"feishu:{app_id}")
+    client = FeishuClient(base_url=base_url, app_id=app_id, app_secret=secret, guard=circuit)
+    return FeishuLink(client, FeishuPace(governor(c), app_id, limits), circuit)
 
 
 def _outcome_metric(outcome: str) -> str:

@@ -1,17 +1,19 @@
 """DynamoDB counter for the rate limiter: one item a window, incremented only while below the limit, and read
-(strongly) once closed, for the sliding window's estimate. And the outbound governors' buckets: one item a
-bucket, written only over the version it was read at."""
+(strongly) once closed, for the sliding window's estimate. And the outbound governors' buckets and the provider
+apps' circuits: one item each, written only over the version it was read at."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.attributes import MapAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
+from herald.circuits import CircuitState
+from herald.clock import Clock, now_ms
 from herald.limits.governor import Bucket
 from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, ttl
 
@@ -113,3 +115,53 @@ class DynamoBucketStore:
 def _put_all(transaction: Transaction, writes: list[tuple[BucketRow, Condition]]) -> None:
     for row, condition in writes:
         transaction.put(row, condition)
+
+
+CIRCUIT_PREFIX = "circuit#"  # the provider apps' circuits, beside the buckets
+CIRCUIT_KEPT_S = 7 * 86_400  # an app unused this long forgets its circuit (a closed one reads the same)
+
+
+class CircuitRow(Model):
+    """RateLimitsTable: a provider app's circuit (its calls in flight, its failures in a row, its park)."""
+
+    pk = UnicodeAttribute(hash_key=True)
+    calls: MapAttribute[str, list[int]] = MapAttribute(null=True)  # a token each: [started, lease ends] (ms)
+    failures = IntAttribute(null=True)
+    parked_until_ms = IntAttribute(null=True)
+    parks = IntAttribute(null=True)
+    version = IntAttribute()
+    expires_at = TTLAttribute(null=True)
+
+
+class DynamoCircuitStore:
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None, clock: Clock = now_ms) -> None:
+        self._rows = Database(client).bind(CircuitRow, table_name)
+        self._clock = clock
+
+    def read(self, name: str) -> CircuitState:
+        try:
+            row = self._rows.get(CIRCUIT_PREFIX + name, consistent_read=True)
+        except self._rows.DoesNotExist:
+            return CircuitState()
+        held = row.calls.as_dict() if row.calls else {}
+        calls = tuple((str(token), int(started), int(until)) for token, (started, until) in held.items())
+        return CircuitState(calls, row.failures or 0, row.parked_until_ms or 0, row.parks or 0, row.version)
+
+    def write(self, name: str, state: CircuitState) -> bool:
+        rows = self._rows
+        row = rows(
+            pk=CIRCUIT_PREFIX + name,
+            calls={token: [started, until] for token, started, until in state.calls} or None,
+            failures=state.failures or None,
+            parked_until_ms=state.parked_until_ms or None,
+            parks=state.parks or None,
+            version=state.version + 1,
+            expires_at=ttl(self._clock() // 1000 + CIRCUIT_KEPT_S),
+        )
+        try:
+            row.save(condition=rows.pk.does_not_exist() if not state.version else rows.version == state.version)
+        except PutError as error:
+            if condition_failed(error):
+                return False
+            raise
+        return True

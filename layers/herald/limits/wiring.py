@@ -1,7 +1,8 @@
 """The rate limiter's part, and the limits from settings."""
 
+from herald.circuits import Circuit, CircuitLimits
 from herald.container import Container, current, part
-from herald.limits.dynamo import DynamoBucketStore, DynamoCounter
+from herald.limits.dynamo import DynamoBucketStore, DynamoCircuitStore, DynamoCounter
 from herald.limits.governor import Governor
 from herald.limits.service import Limit, RateLimiter
 
@@ -15,6 +16,21 @@ def rate_limiter(c: Container) -> RateLimiter:
 def governor(c: Container) -> Governor:
     """The outbound governors' buckets, beside the inbound counters in the rate-limits table."""
     return Governor(DynamoBucketStore(c.settings.rate_limits_table, c.clients.dynamodb), clock=c.clock)
+
+
+@part
+def circuit_store(c: Container) -> DynamoCircuitStore:
+    """The provider apps' circuits, beside the buckets in the rate-limits table."""
+    return DynamoCircuitStore(c.settings.rate_limits_table, c.clients.dynamodb, clock=c.clock)
+
+
+def provider_circuit(c: Container, app: str) -> Circuit:
+    """The circuit of one provider app (`feishu:cli_x`, `im:1400000000`), shared by every instance."""
+    settings = c.settings
+    limits = CircuitLimits(
+        calls_at_once=settings.provider_app_calls_at_once, first_park_ms=settings.provider_app_first_park_ms
+    )
+    return Circuit(circuit_store(c), app, limits, clock=c.clock)
 
 
 def _limit(scope: str, per_window: int) -> Limit:

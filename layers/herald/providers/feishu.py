@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from herald import budgets
+from herald.circuits import CallGuard, Unguarded
 from herald.clock import utc_date
 from herald.errors import DeliveryError
 from herald.events.models import Card
@@ -92,6 +93,7 @@ class FeishuClient:
     app_secret: Callable[[], str]
     timeout_s: float = budgets.PROVIDER_READ_S
     clock: Callable[[], float] = time.time
+    guard: CallGuard = field(default_factory=Unguarded)  # the app's circuit (herald.circuits)
     _token: tuple[str, float, str] | None = field(default=None, init=False)  # (token, expires at, its secret)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -112,7 +114,9 @@ class FeishuClient:
                 return token[0]
             body = {"app_id": self.app_id, "app_secret": secret}
             try:
-                response = http.request("POST", self._url(TOKEN_PATH), body=body, timeout_s=self.timeout_s)
+                response = http.request(
+                    "POST", self._url(TOKEN_PATH), body=body, timeout_s=self.timeout_s, guard=self.guard
+                )
             except http.TransportError as exc:
                 raise FeishuError(f"token request failed: {exc}", retryable=True) from exc
             except budgets.OutOfTime as exc:
@@ -155,6 +159,7 @@ class FeishuClient:
                 body=body,
                 headers={"authorization": f"Bearer {token}"},
                 timeout_s=self.timeout_s,
+                guard=self.guard,
             )
         except http.TransportError as exc:
             raise FeishuError(

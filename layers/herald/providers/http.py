@@ -11,7 +11,10 @@ from typing import Any
 import urllib3
 
 from herald import budgets
+from herald.circuits import CallGuard, Unguarded
 
+_UNGUARDED = Unguarded()
+_LEASE_MARGIN_MS = 1_000  # a call's slot outlives its timeouts by this much (the answer's reading, a slow clock)
 _lock = threading.Lock()
 _pool: urllib3.PoolManager | None = None
 
@@ -61,24 +64,35 @@ def request(
     body: Any = None,
     headers: dict[str, str] | None = None,
     timeout_s: float = budgets.PROVIDER_READ_S,
+    guard: CallGuard = _UNGUARDED,
 ) -> HttpResponse:
-    """One request; `budgets.OutOfTime` (nothing sent) when a worker's invocation could end during it."""
+    """One request; `budgets.OutOfTime` (nothing sent) when a worker's invocation could end during it. Through
+    `guard`, the provider app's circuit: `herald.circuits.Parked` (nothing sent) when it may not start now; no
+    answer or a 5xx counts as the app's failure."""
     budgets.ensure_time_for_provider_call(f"{method} {url.split('?', maxsplit=1)[0]}")
     payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() if body is not None else None
     all_headers = {"content-type": "application/json; charset=utf-8", **(headers or {})}
-    try:
-        response = pool().request(
-            method,
-            url,
-            body=payload,
-            headers=all_headers,
-            timeout=urllib3.Timeout(connect=budgets.PROVIDER_CONNECT_S, read=min(timeout_s, budgets.PROVIDER_READ_S)),
-        )
-    except urllib3.exceptions.HTTPError as exc:
-        reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
-        never_sent = isinstance(reason, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError)
-        raise TransportError(
-            f"{method} {url.split('?', maxsplit=1)[0]} failed: {type(reason).__name__}", maybe_delivered=not never_sent
-        ) from exc
+    read_s = min(timeout_s, budgets.PROVIDER_READ_S)
+    with guard.call(math.ceil((budgets.PROVIDER_CONNECT_S + read_s) * 1000) + _LEASE_MARGIN_MS) as failed:
+        try:
+            response = pool().request(
+                method,
+                url,
+                body=payload,
+                headers=all_headers,
+                timeout=urllib3.Timeout(connect=budgets.PROVIDER_CONNECT_S, read=read_s),
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            failed()
+            reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+            never_sent = isinstance(
+                reason, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError
+            )
+            raise TransportError(
+                f"{method} {url.split('?', maxsplit=1)[0]} failed: {type(reason).__name__}",
+                maybe_delivered=not never_sent,
+            ) from exc
+        if response.status >= 500:
+            failed()
     headers = {name.lower(): value for name, value in response.headers.items()}
     return HttpResponse(status=response.status, body=response.data, headers=headers)

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from herald import budgets
+from herald.circuits import CallGuard, Unguarded
 from herald.confirms.models import CustomMessage, SendResult
 from herald.errors import DeliveryError
 from herald.providers import http
@@ -134,6 +135,7 @@ class TencentImClient:
     secret_key: Callable[[], str]
     timeout_s: float = budgets.PROVIDER_READ_S
     usersig_ttl_s: int = 86_400
+    guard: CallGuard = field(default_factory=Unguarded)  # the app's circuit (herald.circuits)
     _sig: tuple[str, float, str] | None = field(default=None, init=False)  # (sig, expires at, key it was made with)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -163,7 +165,7 @@ class TencentImClient:
     def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """One REST call; its answer when ActionStatus is OK, else TencentImError (retryable or not)."""
         try:
-            response = http.request("POST", self._url(path), body=body, timeout_s=self.timeout_s)
+            response = http.request("POST", self._url(path), body=body, timeout_s=self.timeout_s, guard=self.guard)
         except http.TransportError as exc:
             raise TencentImError(str(exc), retryable=True) from exc
         if response.status == 429:
