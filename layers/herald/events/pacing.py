@@ -1,8 +1,9 @@
 """External events, the pace of Herald's calls to Feishu: each card's send or update counts against its chat's
 (or person's) bucket and the app's (per second and per minute), shared by every worker through the
 governor (herald.limits.governor), which reserves the call's moment in all of them at once. A worker waits
-for its call's moment (the lane's messages wait behind it, in order); a rate-limit answer from Feishu slows
-the bucket it names. docs/side-effects.md cites each limit."""
+a second at most for its call's moment (the lane's messages wait behind it, in order; a later moment sends the
+message back for then); a rate-limit answer from Feishu slows or holds the bucket it names.
+docs/side-effects.md cites each limit."""
 
 from __future__ import annotations
 
