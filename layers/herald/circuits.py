@@ -12,6 +12,7 @@ The state is one item per app, read and written over its version (herald.limits.
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
@@ -124,7 +125,9 @@ class Circuit:
         self._name = name
         self._limits = limits
         self._clock = clock
-        self._last_read: tuple[CircuitState, int] | None = None
+        self._last_read = (
+            threading.local()
+        )  # `wait_ms`'s read, for this thread's next call (IM pushes run side by side)
 
     @contextmanager
     def call(self, lease_ms: int) -> Iterator[Callable[[], None]]:
@@ -144,9 +147,9 @@ class Circuit:
         """How long until a call may start (0: now). Work asks before it writes anything of its own, so work
         refused writes nothing; the state read is the one the call's entry starts from, so asking costs no
         request of its own."""
-        state = self._read()
-        self._last_read = (state, self._clock())
-        return state.wait_ms(self._clock(), self._limits)[0]
+        state, now = self._read(), self._clock()
+        self._last_read.state = (state, now)
+        return state.wait_ms(now, self._limits)[0]
 
     def _read(self) -> CircuitState:
         return self._store.read(self._name)
@@ -165,7 +168,8 @@ class Circuit:
 
     def _fresh_read(self, now: int) -> CircuitState:
         """The state `wait_ms` read moments ago (its write is conditional on its version), else read now."""
-        last, self._last_read = self._last_read, None
+        last: tuple[CircuitState, int] | None = getattr(self._last_read, "state", None)
+        self._last_read.state = None
         if last is not None and now - last[1] <= _FRESH_MS:
             return last[0]
         return self._read()
@@ -173,8 +177,7 @@ class Circuit:
     def _leave(self, token: str, failed: bool) -> None:
         for _ in range(_RACES):
             now = self._clock()
-            state = self._store.read(self._name)
-            if self._store.write(self._name, state.left(token, failed, now, self._limits)):
+            if self._store.write(self._name, self._read().left(token, failed, now, self._limits)):
                 return
 
 

@@ -109,7 +109,12 @@ class DynamoBucketStore:
             version=bucket.version + 1,
             expires_at=ttl(expires_at_s),
         )
-        return row, rows.pk.does_not_exist() if not bucket.version else rows.version == bucket.version
+        return row, _over_version(rows, bucket.version)
+
+
+def _over_version(rows: type[BucketRow] | type[CircuitRow], version: int) -> Condition:
+    """An item is written only over the version it was read at (version 0: only if there is none yet)."""
+    return rows.pk.does_not_exist() if not version else rows.version == version
 
 
 def _put_all(transaction: Transaction, writes: list[tuple[BucketRow, Condition]]) -> None:
@@ -159,7 +164,7 @@ class DynamoCircuitStore:
             expires_at=ttl(self._clock() // 1000 + CIRCUIT_KEPT_S),
         )
         try:
-            row.save(condition=rows.pk.does_not_exist() if not state.version else rows.version == state.version)
+            row.save(condition=_over_version(rows, state.version))
         except PutError as error:
             if condition_failed(error):
                 return False
