@@ -56,18 +56,6 @@ def outage_status(body: dict[str, Any]) -> int:
     return HANGING if body.get("hang") else int(body.get("status", 0))
 
 
-def while_outage(status_now: Callable[[], int | None]) -> int | None:
-    """The status an app's call is answered with during its outage (None: no outage). A hanging outage holds the
-    call, unanswered, until it ends (a client's timeout comes first), then answers 503, nothing done."""
-    status = status_now()
-    if status != HANGING:
-        return status or None
-    until = time.monotonic() + _HANG_MOST_S
-    while status_now() == HANGING and time.monotonic() < until:
-        time.sleep(0.05)  # the fake's connection held open: the hang is the behaviour under test
-    return 503
-
-
 class LoopbackServer:
     def __init__(self, handle: Handler, host: str = "127.0.0.1", port: int = 0) -> None:
         self._handle = handle
@@ -143,6 +131,31 @@ class LoopbackFake:
     def __init__(self, port: int = 0) -> None:
         self._lock = threading.Lock()
         self._server = LoopbackServer(self._handle, port=port)
+        self.outages: dict[str, int] = {}  # an app's id -> the HTTP status its every call is answered with
+
+    def set_outage(self, app: str | int, status: int) -> None:
+        """Every call of that app answered with `status` (HANGING: never answered; 0: the outage is over)."""
+        with self._lock:
+            if status:
+                self.outages[str(app)] = status
+            else:
+                self.outages.pop(str(app), None)
+
+    def _outage_status(self, app: str) -> int | None:
+        """The status an app's call is answered with during its outage (None: no outage). A hanging outage holds
+        the call, unanswered, until it ends (a client's timeout comes first), then answers 503, nothing done."""
+
+        def now() -> int | None:
+            with self._lock:
+                return self.outages.get(app)
+
+        status = now()
+        if status != HANGING:
+            return status
+        until = time.monotonic() + _HANG_MOST_S
+        while now() == HANGING and time.monotonic() < until:
+            time.sleep(0.05)  # the fake's connection held open: the hang is the behaviour under test
+        return 503
 
     @property
     def url(self) -> str:

@@ -45,7 +45,7 @@ from typing import Any
 
 from herald.providers.feishu import MESSAGES_PATH, TOKEN_PATH
 from herald.targets import RECEIVE_ID_TYPES
-from herald_dev.fakes._server import LoopbackFake, Request, Response, WithHeaders, outage_status, while_outage
+from herald_dev.fakes._server import LoopbackFake, Request, Response, WithHeaders, outage_status
 from herald_dev.fakes.limits import EnforcedLimits
 
 log = logging.getLogger("fake-feishu")
@@ -79,7 +79,6 @@ class FakeFeishu(LoopbackFake):
         self.holds: dict[str, float] = {}  # receive id -> when its hold ends (monotonic)
         self.held_refusals: dict[str, int] = {}  # receive id -> calls refused during its hold
         self.apps: dict[str, str] = {app_id: app_secret}  # app id -> its secret
-        self.outages: dict[str, int] = {}  # app id -> the HTTP status its every call is answered with
         self._tokens: dict[str, tuple[float, str]] = {}  # token -> (expires at, its app)
         self._uuids: dict[str, tuple[str, float]] = {}  # uuid -> (message id, when it was sent)
         self._faults: deque[dict[str, Any]] = deque()
@@ -108,20 +107,8 @@ class FakeFeishu(LoopbackFake):
         with self._lock:
             self.apps[app_id] = app_secret
 
-    def set_outage(self, app_id: str, status: int) -> None:
-        """Every call of that app answered with `status` (0: the outage is over)."""
-        with self._lock:
-            if status:
-                self.outages[app_id] = status
-            else:
-                self.outages.pop(app_id, None)
-
     def _outage(self, app_id: str) -> Response | None:
-        def status_now() -> int | None:
-            with self._lock:
-                return self.outages.get(app_id)
-
-        status = while_outage(status_now)
+        status = self._outage_status(app_id)
         return _error(status, "this app is out of service", status) if status else None
 
     def age(self, message_id: str, days: float) -> None:

@@ -27,7 +27,7 @@ from collections import deque
 from typing import Any
 
 from herald.providers.tencent_im import ROAMMSG_PATH, SENDMSG_PATH, verify_user_sig
-from herald_dev.fakes._server import LoopbackFake, Request, Response, outage_status, while_outage
+from herald_dev.fakes._server import LoopbackFake, Request, Response, outage_status
 from herald_dev.fakes.limits import EnforcedLimits
 
 log = logging.getLogger("fake-tencent-im")
@@ -49,7 +49,6 @@ class FakeTencentIm(LoopbackFake):
         self.admin = admin
         self.secret_key = secret_key
         self.apps: dict[int, tuple[str, str]] = {sdk_app_id: (admin, secret_key)}  # SDKAppID -> (admin, key)
-        self.outages: dict[int, int] = {}  # SDKAppID -> the HTTP status its every call is answered with
         self.messages: list[dict[str, Any]] = []
         self.requests = 0
         self._faults: deque[dict[str, Any]] = deque()
@@ -75,14 +74,6 @@ class FakeTencentIm(LoopbackFake):
     def add_app(self, sdk_app_id: int, admin: str, secret_key: str) -> None:
         with self._lock:
             self.apps[sdk_app_id] = (admin, secret_key)
-
-    def set_outage(self, sdk_app_id: int, status: int) -> None:
-        """Every call of that app answered with `status` (0: the outage is over)."""
-        with self._lock:
-            if status:
-                self.outages[sdk_app_id] = status
-            else:
-                self.outages.pop(sdk_app_id, None)
 
     # ------------------------------------------------------------------ HTTP
     def _handle(self, request: Request) -> Response:
@@ -206,13 +197,7 @@ class FakeTencentIm(LoopbackFake):
         return 200, {**answer, "MsgKey": message["msg_key"]}, "application/json"
 
     def _outage(self, query: dict[str, str]) -> Response | None:
-        sdk_app_id = query.get("sdkappid", "")
-
-        def status_now() -> int | None:
-            with self._lock:
-                return self.outages.get(int(sdk_app_id)) if sdk_app_id.isdigit() else None
-
-        status = while_outage(status_now)
+        status = self._outage_status(query.get("sdkappid", ""))
         return (status, {"error": "this app is out of service"}, "application/json") if status else None
 
     def _getroammsg(self, request: Request) -> Response:
