@@ -15,6 +15,8 @@ from tests.support.aws import load_function
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap
 
+DEFERRED_S = 600  # a message handed back stays hidden this long, or until `release_deferred`
+
 
 class EventsPipeline:
     def __init__(self, stack: StackTemplate) -> None:
@@ -70,6 +72,11 @@ class EventsPipeline:
         failed = failed_message_ids(result, [m["MessageId"] for m in messages])
         for message in messages:
             if message["MessageId"] in failed:
+                # Hidden until released, however long the drain takes: the handler's own delay (a second at
+                # least) can pass within one drain on a loaded machine, and the message would come back in it.
+                self.sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=DEFERRED_S
+                )
                 self._deferred.append((url, message["ReceiptHandle"]))
             else:
                 self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
