@@ -21,9 +21,9 @@ POST /__fake/age {"message_id": "om_x", "days": 15} makes a message older, POST 
 rate limit (nothing done). POST /__fake/limits {"app_per_second": 50, "chat_per_second": 5, "latency_ms": 100}
 enforces Feishu's message limits as Feishu does (over the app's: HTTP 429 `99991400`; over one chat's or person's:
 `230020`; nothing done) and answers every send and update that late (benchmarks). GET /__fake/messages, GET
-/__fake/stats (token requests, sends, updates, refusals by limit), DELETE /__fake/messages. POST /__fake/hold
-{"receive_id": "oc_x", "seconds": 35} holds one chat as Feishu's frequency control does: every send and update
-to it answers HTTP 429, 99991400 and `x-ogw-ratelimit-reset` (the seconds left) until then.
+/__fake/stats (token requests, sends, updates, refusals by limit and during holds), DELETE /__fake/messages.
+POST /__fake/hold {"receive_id": "oc_x", "seconds": 35} holds one chat as Feishu's frequency control does: every
+send and update to it answers HTTP 429, 99991400 and `x-ogw-ratelimit-reset` (the seconds left) until then.
 
 Several apps (tenants): POST /__fake/apps {"app_id", "app_secret"} adds one; a token is its app's, and each
 card records the app it came through (`app_id`). POST /__fake/outage {"app_id": "cli_x", "status": 503}
@@ -151,7 +151,8 @@ class FakeFeishu(LoopbackFake):
             if request.path == "/__fake/messages":
                 return 200, list(self.log), _JSON
             if request.path == "/__fake/stats":
-                return 200, {**self.stats, "rate_limited": dict(self.limits.refused)}, _JSON
+                held = dict(self.held_refusals)
+                return 200, {**self.stats, "rate_limited": dict(self.limits.refused), "held_refusals": held}, _JSON
             if request.path == "/__fake/chaos" and request.method == "POST":
                 body = request.json() or {}
                 rate = float(body.get("rate", 0))
