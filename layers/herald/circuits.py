@@ -68,12 +68,15 @@ class CircuitState:
     def entered(self, token: str, until_ms: int, now: int) -> CircuitState:
         return replace(self, calls=(*self.live(now), (token, now, until_ms)))
 
-    def left(self, token: str, failed: bool, now: int, limits: CircuitLimits) -> CircuitState:
-        """After a call: an answer closes the circuit; a failure counts, and parks the app at `failures_to_park`
-        in a row (a failure while it is parked already, a call started before, changes no park)."""
+    def answered(self, token: str) -> CircuitState:
+        """After a call the app answered: its slot freed, and the circuit closed."""
+        calls = tuple(call for call in self.calls if call[0] != token)
+        return replace(self, calls=calls, failures=0, parked_until_ms=0, parks=0)
+
+    def failed(self, token: str, now: int, limits: CircuitLimits) -> CircuitState:
+        """After a call that failed: it counts, and parks the app at `failures_to_park` in a row (a failure while
+        it is parked already, a call started before, changes no park)."""
         calls = tuple(call for call in self.live(now) if call[0] != token)
-        if not failed:
-            return replace(self, calls=calls, failures=0, parked_until_ms=0, parks=0)
         failures = self.failures + 1
         if failures < limits.failures_to_park or self.parked_until_ms > now:
             return replace(self, calls=calls, failures=failures)
@@ -88,6 +91,11 @@ class CircuitStore(Protocol):
 
     def write(self, name: str, state: CircuitState) -> bool:
         """Store it only if the stored one still has its `version` (False if another wrote first)."""
+        ...
+
+    def answered(self, name: str, token: str) -> None:
+        """`CircuitState.answered` of the stored one, in one write whatever its version (no read: the common end
+        of a call costs one request); its version moves on, so a writer that read before loses its race."""
         ...
 
 
@@ -175,9 +183,12 @@ class Circuit:
         return self._read()
 
     def _leave(self, token: str, failed: bool) -> None:
+        if not failed:
+            self._store.answered(self._name, token)
+            return
         for _ in range(_RACES):
             now = self._clock()
-            if self._store.write(self._name, self._read().left(token, failed, now, self._limits)):
+            if self._store.write(self._name, self._read().failed(token, now, self._limits)):
                 return
 
 

@@ -3,15 +3,14 @@ engines in tests/integration/test_governor_local_cloud.py and test_isolation_loc
 
 from __future__ import annotations
 
-import dataclasses
-
-import pytest
 from herald_ops.template import StackTemplate
 
-from herald.circuits import Circuit, CircuitLimits, CircuitState, Parked
 from herald.limits.dynamo import DynamoBucketStore, DynamoCircuitStore
 from tests.support.governor_engines import (
     a_calls_moment_is_written_to_all_its_buckets_at_once,
+    a_circuit_is_stored_over_its_version_and_read_back_whole,
+    an_answer_frees_its_slot_and_closes_the_circuit,
+    instances_share_one_apps_slots,
     instances_share_one_bucket,
 )
 
@@ -27,22 +26,15 @@ def test_a_calls_moment_is_written_to_all_its_buckets_at_once(aws: StackTemplate
 
 
 def test_a_provider_apps_circuit_is_stored_over_its_version_and_read_back_whole(aws: StackTemplate) -> None:
-    store = DynamoCircuitStore(aws.physical_name("RateLimitsTable"))
-    assert store.read("feishu:cli_a") == CircuitState()
-    held = CircuitState(calls=(("t1", 1_000, 9_000), ("t2", 2_000, 10_000)), failures=3, parked_until_ms=7_000, parks=1)
-    assert store.write("feishu:cli_a", held)
-    assert not store.write("feishu:cli_a", held)  # another instance wrote over version 0 first
-    stored = store.read("feishu:cli_a")
-    assert stored == dataclasses.replace(held, version=1)
-    assert store.write("feishu:cli_a", dataclasses.replace(stored, calls=(), failures=0, parked_until_ms=0, parks=0))
-    assert store.read("feishu:cli_a") == CircuitState(version=2)
+    a_circuit_is_stored_over_its_version_and_read_back_whole(DynamoCircuitStore(aws.physical_name("RateLimitsTable")))
 
 
 def test_two_instances_share_one_apps_slots_through_the_table(aws: StackTemplate) -> None:
     table = aws.physical_name("RateLimitsTable")
-    limits = CircuitLimits(calls_at_once=1)
-    one, other = (Circuit(DynamoCircuitStore(table), "im:1400000001", limits) for _ in range(2))
-    with one.call(8_000), pytest.raises(Parked), other.call(8_000):
-        pass
-    with other.call(8_000):
-        pass
+    instances_share_one_apps_slots(lambda: DynamoCircuitStore(table))
+
+
+def test_an_answered_call_frees_its_slot_and_closes_the_circuit_in_one_write_even_after_its_slot_was_pruned(
+    aws: StackTemplate,
+) -> None:
+    an_answer_frees_its_slot_and_closes_the_circuit(DynamoCircuitStore(aws.physical_name("RateLimitsTable")))

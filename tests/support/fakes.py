@@ -513,6 +513,10 @@ class InMemoryCircuitStore:
         self.circuits[name] = dataclasses.replace(state, version=state.version + 1)
         return True
 
+    def answered(self, name: str, token: str) -> None:
+        stored = self.read(name).answered(token)
+        self.circuits[name] = dataclasses.replace(stored, version=stored.version + 1)
+
 
 class InMemoryTenantStore:
     """The tenant registry in memory."""

@@ -1,13 +1,18 @@
 """Scenarios for the governor on a real engine: several instances (each its own store and client) take
 tokens at once, on a clock that does not move; however their reads and conditional writes (one bucket's, or
-one transaction of two) interleave, exactly the binding bucket's burst passes."""
+one transaction of two) interleave, exactly the binding bucket's burst passes. And the provider apps' circuits
+as stored: written over their version, read back whole, slots shared, an answer closing one in one write."""
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
+from herald.circuits import Circuit, CircuitLimits, CircuitState, CircuitStore, Parked
 from herald.limits.governor import BucketLimit, BucketStore, Gate, Governor
 
 INSTANCES = 8
@@ -50,3 +55,34 @@ def a_calls_moment_is_written_to_all_its_buckets_at_once(store_of_an_instance: C
     assert sum(passed) == app.limit.burst == 20
     assert max(passed) <= 5
     assert store_of_an_instance().read(app.name).version == 20
+
+
+def a_circuit_is_stored_over_its_version_and_read_back_whole(store: CircuitStore) -> None:
+    name = f"feishu:cli_{secrets.token_hex(4)}"
+    assert store.read(name) == CircuitState()
+    held = CircuitState(calls=(("t1", 1_000, 9_000), ("t2", 2_000, 10_000)), failures=3, parked_until_ms=7_000, parks=1)
+    assert store.write(name, held)
+    assert not store.write(name, held)  # another instance wrote over version 0 first
+    stored = store.read(name)
+    assert stored == dataclasses.replace(held, version=1)
+    assert store.write(name, dataclasses.replace(stored, calls=(), failures=0, parked_until_ms=0, parks=0))
+    assert store.read(name) == CircuitState(version=2)
+
+
+def instances_share_one_apps_slots(store_of_an_instance: Callable[[], CircuitStore]) -> None:
+    name, limits = f"im:{secrets.randbelow(10**9)}", CircuitLimits(calls_at_once=1)
+    one, other = (Circuit(store_of_an_instance(), name, limits) for _ in range(2))
+    with one.call(8_000), pytest.raises(Parked), other.call(8_000):
+        pass
+    with other.call(8_000):
+        pass
+
+
+def an_answer_frees_its_slot_and_closes_the_circuit(store: CircuitStore) -> None:
+    """One write, no read; also when its slot is gone already (pruned as expired by another instance)."""
+    name = f"im:{secrets.randbelow(10**9)}"
+    assert store.write(name, CircuitState(calls=(("t1", 1_000, 9_000),), failures=2))
+    store.answered(name, "t1")
+    assert store.read(name) == CircuitState(version=2)
+    store.answered(name, "t1")
+    assert store.read(name) == CircuitState(version=3)

@@ -5,7 +5,7 @@ apps' circuits: one item each, written only over the version it was read at."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pynamodb.attributes import MapAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.exceptions import PutError, UpdateError
@@ -130,7 +130,7 @@ class CircuitRow(Model):
     """RateLimitsTable: a provider app's circuit (its calls in flight, its failures in a row, its park)."""
 
     pk = UnicodeAttribute(hash_key=True)
-    calls: MapAttribute[str, list[int]] = MapAttribute(null=True)  # a token each: [started, lease ends] (ms)
+    calls: MapAttribute[str, Any] = MapAttribute(null=True)  # a token each: [started, lease ends] (ms)
     failures = IntAttribute(null=True)
     parked_until_ms = IntAttribute(null=True)
     parks = IntAttribute(null=True)
@@ -156,7 +156,7 @@ class DynamoCircuitStore:
         rows = self._rows
         row = rows(
             pk=CIRCUIT_PREFIX + name,
-            calls={token: [started, until] for token, started, until in state.calls} or None,
+            calls={token: [started, until] for token, started, until in state.calls},
             failures=state.failures or None,
             parked_until_ms=state.parked_until_ms or None,
             parks=state.parks or None,
@@ -170,3 +170,13 @@ class DynamoCircuitStore:
                 return False
             raise
         return True
+
+    def answered(self, name: str, token: str) -> None:
+        rows = self._rows
+        actions = [
+            rows.calls[token].remove(),
+            rows.failures.remove(),
+            rows.parked_until_ms.remove(),
+            rows.parks.remove(),
+        ]
+        rows(pk=CIRCUIT_PREFIX + name).update(actions=[*actions, rows.version.add(1)])
