@@ -219,3 +219,19 @@ def test_a_delivery_reserves_its_moment_in_every_bucket_at_once_after_its_claim_
     first_call, second_mark, second_call = times["call"][0], times["mark"][1], times["call"][1]
     assert second_call - first_call >= 1000 / (5 * 0.9)  # the chat's pace
     assert second_mark < second_call  # marked before the wait, not between the moment and the call
+
+
+def test_a_message_waiting_for_a_moment_seconds_away_comes_back_a_second_early_and_its_worker_sleeps_the_rest(
+    herald: Herald,
+) -> None:
+    """SQS hides a message for whole seconds, rounded up: asked for the moment itself it would come back up to a
+    second late (after a hold, every held card a second late)."""
+    start = herald.clock.now
+    herald.feishu.holds["oc_1"] = start + 35_000
+    herald.post(1)
+    drained = herald.dispatcher.drain("svc", lambda: 600_000)
+    assert drained.result is DrainResult.WAITING and drained.retry_in_ms == 34_000
+    herald.clock.advance(drained.retry_in_ms)
+    slept = herald.clock.slept_ms
+    assert herald.dispatcher.drain("svc", lambda: 600_000).result is DrainResult.CAUGHT_UP
+    assert herald.clock.slept_ms - slept == 1_000 and [at for at, _ in herald.feishu.calls] == [start + 35_000]

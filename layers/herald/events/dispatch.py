@@ -25,7 +25,7 @@ from herald.errors import DeliveryError
 from herald.events.apps import FeishuApps, FeishuLink
 from herald.events.card_calls import CardCalls
 from herald.events.cards import CardDecision, CardWrite
-from herald.events.drained import Drained, DrainResult, NotYet, PaceWait, Step, Written
+from herald.events.drained import PACE_SLEEP_MOST_MS, Drained, DrainResult, NotYet, PaceWait, Step, Written
 from herald.events.jobs import Job, JobStatus, StaleJob
 from herald.events.models import Lane
 from herald.events.nudges import Nudge
@@ -35,7 +35,6 @@ from herald.events.records import Outcome, ProviderCall, Resolution, resolution
 
 OPERATOR_DECIDES = "an operator decides"
 COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newer one of the same card
-PACE_SLEEP_MOST_MS = 1_000  # a call's moment further away: the message comes back then (SQS counts in seconds)
 
 
 class EventDispatcher:
@@ -99,8 +98,8 @@ class EventDispatcher:
                 return self._pause(lane, cursor, started_at, left)
             step = self._attempt(job, allowed, remaining_ms)
             if isinstance(step, PaceWait):
-                if cursor == started_at:  # nothing done yet: the message comes back when the moment does
-                    raise NotYet(f"job {job.job_id} waits {step.ms} ms for Feishu's pace", step.ms, job.tenant)
+                if cursor == started_at:  # nothing done yet: the message comes back for the moment
+                    raise NotYet(f"job {job.job_id} waits {step.ms} ms for Feishu's pace", step.back_in_ms, job.tenant)
                 self._nudge(Nudge(lane, cursor, f"paced-{now}"))  # a fresh message waits on, in order
                 return DrainResult.PAUSED
             if step is Step.BLOCKS:

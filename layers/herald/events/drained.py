@@ -44,12 +44,21 @@ class Step(StrEnum):
     AGAIN = "again"  # moved by another first, or refused by Feishu's rate limit: read it again
 
 
+PACE_SLEEP_MOST_MS = 1_000  # a call's moment further away: the message comes back for it instead
+
+
 @dataclass(frozen=True)
 class PaceWait:
     """How an attempt ends when its call has no moment within the worker's time: back in the queue, untried; the
     moment is `ms` away (a provider's hold can make it a minute)."""
 
     ms: int
+
+    @property
+    def back_in_ms(self) -> int:
+        """When the message comes back: a second before the moment, for the worker to sleep the rest (SQS hides a
+        message for whole seconds, rounded up: asked for the moment itself, it would come back up to a second late)."""
+        return self.ms - PACE_SLEEP_MOST_MS if self.ms > PACE_SLEEP_MOST_MS else self.ms
 
 
 @dataclass(frozen=True)
