@@ -30,7 +30,10 @@ pytestmark = [
 ]
 
 HOLD_S = 35
-AFTER_THE_HOLD_S = 2.0  # the issue's bound: SQS hands a message back in whole seconds, and the local cloud polls
+# About 1 s on an idle machine (printed): Feishu's reset is in whole seconds, rounded up. A loaded CI machine's local
+# cloud adds a second or two; the bound is what tells a card sent at the hold's end from one held by a halved pace
+# (the issue saw another chat's card still waiting 40 s after the hold).
+AFTER_THE_HOLD_S = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +53,21 @@ def _stats(cloud: LocalCloudProcess) -> dict[str, Any]:
     return httpx.get(f"{cloud.fake_url('feishu')}/__fake/stats", timeout=30).json()  # type: ignore[no-any-return]
 
 
-def _arrived(cloud: LocalCloudProcess, title: str) -> float:
-    """When the card titled `title` reached the fake (monotonic, as the test measures), once it has."""
-    log = httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages", timeout=30).json()
-    assert [card for card in log if card["title"] == title], f"{title} not yet"
-    return time.monotonic()
+def _first_seen(cloud: LocalCloudProcess, titles: list[str], timeout_s: float) -> dict[str, float]:
+    """When each card was first seen at the fake (monotonic), all watched in one loop: one card's wait does not
+    delay noticing another's."""
+    seen: dict[str, float] = {}
+
+    def all_seen() -> dict[str, float]:
+        log = httpx.get(f"{cloud.fake_url('feishu')}/__fake/messages", timeout=30).json()
+        now = time.monotonic()
+        for card in log:
+            if card["title"] in titles:
+                seen.setdefault(card["title"], now)
+        assert len(seen) == len(titles), f"seen {sorted(seen)} of {titles}"
+        return seen
+
+    return eventually(all_seen, timeout=timeout_s)
 
 
 def test_a_chat_held_by_feishu_gets_one_refused_call_and_every_chat_goes_when_the_hold_ends(
@@ -84,8 +97,8 @@ def test_a_chat_held_by_feishu_gets_one_refused_call_and_every_chat_goes_when_th
     eventually(lambda: _assert_refused_once(cloud), timeout=30)  # Feishu said "wait": Herald heard it
     post(f"{service}-other", "oc_other")  # another chat's first card, during the hold
 
-    held_at = eventually(lambda: _arrived(cloud, f"{service}-held"), timeout=HOLD_S + 30)
-    other_at = eventually(lambda: _arrived(cloud, f"{service}-other"), timeout=30)
+    seen = _first_seen(cloud, [f"{service}-held", f"{service}-other"], HOLD_S + 30)
+    held_at, other_at = seen[f"{service}-held"], seen[f"{service}-other"]
     print(
         f"after the hold's end: the held chat's card {held_at - hold_ends:+.2f} s, "
         f"the other chat's {other_at - hold_ends:+.2f} s; refused calls {_stats(cloud)['held_refusals']}"
