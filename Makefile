@@ -92,9 +92,12 @@ test:
 
 test-runs:
 	@install -d -m 700 .herald
-	{ $(BIN)/pytest -m crash && $(BIN)/pytest -m slow --durations=5; } > $(CRASH_LOG) 2>&1 & crash=$$!; \
+	{ $(BIN)/pytest -m crash \
+		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m slow --durations=5; \
+	} > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	{ $(BIN)/pytest -m e2e --durations=5 \
-		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m integration --durations=10 \
+		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m "integration and not crash and not slow" \
+			--durations=10 \
 		&& $(BIN)/pytest -m browser --durations=5; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(BIN)/pytest -m "$(IN_PROCESS)" -n 3 --durations=25 \

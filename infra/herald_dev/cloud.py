@@ -36,6 +36,7 @@ from herald_dev.engine import ReferenceEngine
 from herald_dev.fakes import Fakes, Providers, start_fakes
 from herald_dev.group_owner import SampleGroupOwner
 from herald_dev.make_signals import watch_make
+from herald_dev.meter import meter_the_cloud, metered_as
 from herald_dev.persistence import SavedState
 from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
@@ -229,13 +230,8 @@ class LocalCloud:
         if self.config.engine_turn_seconds <= 0 or "TurnsQueue" not in self.stack.attributes:
             return
         self._engine_key = self._service_key("reference-engine", "/internal/v1/sessions")
-        self.engine = ReferenceEngine(
-            self.client("sqs"),
-            self.stack.attributes["TurnsQueue"]["QueueUrl"],
-            self.http_url,
-            self._engine_key,
-            self.config.engine_turn_seconds,
-        )
+        turns_queue, seconds = self.stack.attributes["TurnsQueue"]["QueueUrl"], self.config.engine_turn_seconds
+        self.engine = ReferenceEngine(self.client("sqs"), turns_queue, self.http_url, self._engine_key, seconds)
         self.sources.append(self.engine)
 
     def _settings_environment(self) -> dict[str, str]:
@@ -331,7 +327,7 @@ class LocalCloud:
         module = function.handler.rpartition(".")[0]
         command = [sys.executable, "-m", "herald_dev.lambda_instance", "http", str(function.code_dir), module]
         command += [self.config.host, str(self.config.http_port)]
-        environment = {**function.environment, "HERALD_LOCAL_PARENT_PID": str(os.getpid())}
+        environment = {**function.environment, "HERALD_LOCAL_PARENT_PID": str(os.getpid()), **metered_as(function)}
         return subprocess.Popen(command, env=environment, start_new_session=True)  # as runtime.py's instances
 
     def _wait_for_http(self, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
@@ -381,6 +377,7 @@ class LocalCloud:
         """Prepare, serve until Ctrl-C / SIGINT / SIGTERM (to this process, or a SIGINT to the `make` that runs
         it), and stop cleanly."""
         watch_make(self.stop_event, self._stop_for)
+        meter_the_cloud(self.stop_event)  # before its clients are made; a cloud not metered: nothing
         previous_term = signal.signal(signal.SIGTERM, signal.default_int_handler)  # while preparing, as SIGINT
         loop = asyncio.new_event_loop()
         try:

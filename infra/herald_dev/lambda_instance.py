@@ -25,6 +25,8 @@ import time
 import warnings
 from typing import Any
 
+from herald_dev.meter import ProcessMeter, process_meter
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -65,6 +67,7 @@ def serve_invocations(code_dir: str, handler: str, requests_fd: int, answers_fd:
             answers.write(json.dumps(message, default=str) + "\n")
             answers.flush()
 
+        meter = process_meter()  # before the import: the handler's clients are made with its hooks
         try:
             handle = getattr(importlib.import_module(module_name), attribute)
         except Exception as exc:
@@ -80,18 +83,49 @@ def serve_invocations(code_dir: str, handler: str, requests_fd: int, answers_fd:
                 request["timeout_s"],
                 request["id"],
             )
+            started = time.monotonic()
             try:
-                answer({"result": handle(request["event"], context)})
+                result: dict[str, Any] = {"result": handle(request["event"], context)}
             except Exception as exc:
-                answer({"error": type(exc).__name__, "message": str(exc)})
+                result = {"error": type(exc).__name__, "message": str(exc)}
+            if meter is not None:
+                meter.invoked(request["function_name"], request["memory_mb"], time.monotonic() - started)
+                meter.flush()
+            answer(result)
 
 
 def serve_http(code_dir: str, module_name: str, host: str, port: int) -> None:
     import uvicorn
 
     sys.path.insert(0, code_dir)
+    meter = process_meter()
     app = importlib.import_module(module_name).app
+    if meter is not None:
+        app = MeteredHttp(app, meter)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+class MeteredHttp:
+    """The HTTP function's app, each request counted as API Gateway and Lambda bill it: one HTTP API request and
+    one invocation of the function, for as long as the app takes to answer."""
+
+    def __init__(self, app: Any, meter: ProcessMeter) -> None:
+        self._app = app
+        self._meter = meter
+        self._function = os.environ.get("HERALD_LOCAL_FUNCTION_NAME", "HttpApiFunction")
+        self._memory_mb = int(os.environ.get("HERALD_LOCAL_FUNCTION_MEMORY_MB", "128"))
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        started = time.monotonic()
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self._meter.count("apigateway.http_requests")
+            self._meter.invoked(self._function, self._memory_mb, time.monotonic() - started)
+            self._meter.flush()
 
 
 def main(argv: list[str]) -> None:

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from herald_dev.meter import process_meter
 from herald_dev.runtime import FunctionError, LocalFunction
 
 log = logging.getLogger("local-cloud")
@@ -164,6 +165,8 @@ class WebSocketGateway:
                 await websocket.close(code=MESSAGE_TOO_BIG, reason="Message too big")
                 return MESSAGE_TOO_BIG
             conn.last_active_ms = _now_ms()
+            if (meter := process_meter(functions=False)) is not None:
+                meter.count("websocket.messages")  # a frame received is a message, as one sent
             body = str(text) if text is not None else base64.b64encode(raw).decode()
             route = self._select_route(body) if text is not None else "$default"
             event = self._event(

@@ -157,6 +157,9 @@ class Settings:
     # row park it at first (doubling per failed probe, up to a minute).
     provider_app_calls_at_once: int = 4
     provider_app_first_park_ms: int = 5_000
+    # A provider app shared by several services or tenants is shared by their weights (herald.limits.shares);
+    # off: calls go in the order they ask (a bench's baseline).
+    provider_app_fair_share: bool = True
     feishu_app_id: str = ""
     feishu_app_secret: Secret | None = None
     feishu_app_secret_parameter: str | None = None

@@ -12,7 +12,8 @@ limits as the providers do (a call over one is refused with the provider's own r
       chats' events interleave and the default order is bound by each call's answer rather than a chat's pace;
       chat by chat is the load where one chat holds up the others, which lanes are for;
   (c) a burst of `--confirms` confirms to `--receivers` receivers through Tencent IM (an owner service's, in
-      rounds: a receiver's k-th confirm is made in round k, so its pushes have an order to keep).
+      rounds: a receiver's k-th confirm is made in round k, so its pushes have an order to keep);
+  (d) two services sharing one Feishu app, by weight, on clouds of their own (tests/bench/shared_app.py).
 
 Each scenario is audited from the fakes' logs: `delivered_per_s` (provider calls a second from the first to
 the last), `ceiling_per_s` (the binding limit), `ratio`, `provider_calls`, `provider_refusals`, `superseded`
@@ -50,13 +51,8 @@ from herald.auth.service_keys import ServiceKeys  # noqa: E402
 from herald.events.dynamo import DynamoEventStore  # noqa: E402
 from herald.events.jobs import Job  # noqa: E402
 from herald.events.models import Lane  # noqa: E402
-from tests.support.local_cloud import (  # noqa: E402
-    RATE_LIMITS_OFF,
-    DynamoDBLocal,
-    FauxQs,
-    LocalCloudProcess,
-    start_backing,
-)
+from tests.bench.shared_app import backing_engines, cloud_running, set_fake_limits, shared_app  # noqa: E402
+from tests.support.local_cloud import RATE_LIMITS_OFF, LocalCloudProcess  # noqa: E402
 from tests.support.owner import LoopbackOwner  # noqa: E402
 
 INTAKE_LIMITS_OFF = {name: value for name, value in RATE_LIMITS_OFF.items() if "RATE_LIMIT" in name}
@@ -78,9 +74,9 @@ class Bench:
         self.jobs = DynamoEventStore(cloud.resource("ExternalEventsTable"), cloud.client("dynamodb"))
 
     # ------------------------------------------------------------------ helpers
-    def partner(self, service: str, chats: list[str], order: str = "service") -> httpx.Client:
+    def partner(self, service: str, chats: list[str], order: str = "service", weight: int = 1) -> httpx.Client:
         key, _ = self.keys.create_key(
-            service, ["/events/external"], targets=[f"chat_id:{c}" for c in chats], order=order
+            service, ["/events/external"], targets=[f"chat_id:{c}" for c in chats], order=order, weight=weight
         )
         return httpx.Client(base_url=self.cloud.http_url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
 
@@ -319,7 +315,11 @@ def main() -> None:
     parser.add_argument("--per-chat", type=int, default=20)
     parser.add_argument("--confirms", type=int, default=2000)
     parser.add_argument("--receivers", type=int, default=500)
-    parser.add_argument("--scenarios", default="abc", help="which of (a), (b), (c) to run")
+    parser.add_argument("--shared-events", type=int, default=400, help="(d): service A's events")
+    parser.add_argument("--shared-chats", type=int, default=80, help="(d): the chats A's events go to")
+    parser.add_argument("--urgent-events", type=int, default=20, help="(d): service B's events, to one chat")
+    parser.add_argument("--no-fair-share", action="store_true", help="(a) to (c) without the app's fair share")
+    parser.add_argument("--scenarios", default="abcd", help="which of (a), (b), (c), (d) to run")
     parser.add_argument(
         "--engines",
         choices=["local", "moto"],
@@ -335,54 +335,42 @@ def main() -> None:
         "HERALD_FEISHU_CHAT_CALLS_PER_SECOND": str(args.feishu_chat_per_second),
         "HERALD_TENCENT_IM_SENDMSG_PER_SECOND": str(args.tencent_im_per_second),
         "HERALD_TENANT_CACHE_SECONDS": "30",  # as deployed (make dev reads a tenant on every use)
+        "HERALD_PROVIDER_APP_FAIR_SHARE": str(not args.no_fair_share).lower(),
+    }
+    limits = {
+        "feishu": {
+            "app_per_second": args.feishu_app_per_second,
+            "chat_per_second": args.feishu_chat_per_second,
+            "latency_ms": args.latency_ms,
+        },
+        "tencent_im": {"sendmsg_per_second": args.tencent_im_per_second, "latency_ms": args.latency_ms},
+    }
+    report: dict[str, Any] = {
+        "limits": {**limits["feishu"], "tencent_im_sendmsg_per_second": args.tencent_im_per_second}
     }
     tag = f"{int(time.time()) % 100_000:05d}"
-    with tempfile.TemporaryDirectory() as workdir:
+
+    def timed(name: str, scenario: Callable[[], dict[str, Any]]) -> None:
+        started = time.monotonic()
+        report[name] = scenario()
+        print(f"{name}: {json.dumps(report[name])} ({time.monotonic() - started:.1f} s)", flush=True)
+
+    with tempfile.TemporaryDirectory() as workdir, backing_engines(Path(workdir), args.engines == "local") as engines:
         work = Path(workdir)
-        local = args.engines == "local"
-        tables, queues = (DynamoDBLocal(work).start(), FauxQs(work).start()) if local else (None, None)
-        # The provider fakes run in a process of their own, as the providers do: in the local cloud's (its busiest
-        # process), a call's arrival was stamped only once that process let the fake run, up to 150 ms late.
-        backing, backing_state = start_backing(work)
-        cloud = LocalCloudProcess(
-            work,
-            env=env,
-            dynamodb_endpoint=tables.endpoint if tables else None,
-            sqs_endpoint=queues.endpoint if queues else None,
-            backing=backing_state,
-        )
-        cloud.start()
-        try:
-            feishu_limits = {
-                "app_per_second": args.feishu_app_per_second,
-                "chat_per_second": args.feishu_chat_per_second,
-                "latency_ms": args.latency_ms,
-            }
-            httpx.post(f"{cloud.fake_url('feishu')}/__fake/limits", json=feishu_limits).raise_for_status()
-            tencent_limits = {"sendmsg_per_second": args.tencent_im_per_second, "latency_ms": args.latency_ms}
-            httpx.post(f"{cloud.fake_url('tencent_im')}/__fake/limits", json=tencent_limits).raise_for_status()
-            bench = Bench(cloud, args)
-            report: dict[str, Any] = {
-                "limits": {**feishu_limits, "tencent_im_sendmsg_per_second": args.tencent_im_per_second}
-            }
-            scenarios = (("a_revisions", bench.revisions), ("b_lanes", bench.lanes), ("c_confirms", bench.confirms))
-            for name, scenario in scenarios:
-                if name[0] not in args.scenarios:
-                    continue
-                started = time.monotonic()
-                report[name] = scenario(tag)
-                print(f"{name}: {json.dumps(report[name])} ({time.monotonic() - started:.1f} s)", flush=True)
-            report["refused_by_limit"] = {  # which limit refused the calls that were (all scenarios)
-                name: httpx.get(f"{cloud.fake_url(name)}/__fake/stats").json()["rate_limited"]
-                for name in ("feishu", "tencent_im")
-            }
-        finally:
-            cloud.stop()
-            backing.terminate()
-            backing.wait(timeout=20)
-            for engine in (tables, queues):
-                if engine is not None:
-                    engine.stop()
+        if set(args.scenarios) & set("abc"):
+            with cloud_running(work, engines, env) as cloud:
+                set_fake_limits(cloud, limits["feishu"], limits["tencent_im"])
+                bench = Bench(cloud, args)
+                scenarios = (("a_revisions", bench.revisions), ("b_lanes", bench.lanes), ("c_confirms", bench.confirms))
+                for name, scenario in scenarios:
+                    if name[0] in args.scenarios:
+                        timed(name, lambda scenario=scenario: scenario(tag))  # type: ignore[misc]
+        if "d" in args.scenarios:
+            timed("d_shared_app", lambda: shared_app(lambda cloud: Bench(cloud, args), work, engines, env, tag, limits))
+        fakes = json.loads(engines["backing"].read_text())["providers"]["urls"]  # every cloud's, in `herald backing`
+        report["refused_by_limit"] = {  # which limit refused the calls that were (all scenarios)
+            name: httpx.get(f"{fakes[name]}/__fake/stats").json()["rate_limited"] for name in ("feishu", "tencent_im")
+        }
     print(json.dumps(report))
 
 

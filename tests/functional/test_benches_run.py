@@ -20,13 +20,18 @@ IN_PROCESS = {
     "turns_costs.py": ([], r"^operation\s+table\s+request\s+count$"),
     "inbox_costs.py": (["--sizes", "10", "--repeats", "1"], r"^write of one notification:$"),
 }
+DELIVERY_SMOKE = [
+    "--cards", "2", "--revisions", "3", "--chats", "2", "--per-chat", "2", "--confirms", "6", "--receivers", "3",
+    "--shared-events", "6", "--shared-chats", "3", "--urgent-events", "2",
+]  # fmt: skip
 # benches that start a local cloud run with the integration tests (one cloud at a time)
 ON_A_LOCAL_CLOUD = {
     "events_throughput.py": (["--events", "4"], r"^4 events, 20 services: +\d+\.\d+ events/s"),
     "delivery_at_limits.py": (
-        ["--cards", "2", "--revisions", "3", "--chats", "2", "--per-chat", "2", "--confirms", "6", "--receivers", "3"],
-        r'^\{"limits": .*"c_confirms": \{"delivered_per_s"',
+        DELIVERY_SMOKE,
+        r'^\{"limits": .*"c_confirms": \{"delivered_per_s".*"d_shared_app": \{"with_fair_share"',
     ),
+    "cost_per_million.py": (["--n", "1"], r'^\{"n": 1, "flows": \{"confirm"'),
 }
 
 

@@ -12,6 +12,7 @@ from tests.support.governor_engines import (
     an_answer_frees_its_slot_and_closes_the_circuit,
     instances_share_one_apps_slots,
     instances_share_one_bucket,
+    sharers_of_an_app_split_it_through_the_table,
 )
 
 
@@ -23,6 +24,11 @@ def test_instances_taking_tokens_at_once_share_one_bucket(aws: StackTemplate) ->
 def test_a_calls_moment_is_written_to_all_its_buckets_at_once(aws: StackTemplate) -> None:
     table = aws.physical_name("RateLimitsTable")
     a_calls_moment_is_written_to_all_its_buckets_at_once(lambda: DynamoBucketStore(table))
+
+
+def test_two_services_sharing_an_app_split_it_by_weight_through_the_table(aws: StackTemplate) -> None:
+    table = aws.physical_name("RateLimitsTable")
+    sharers_of_an_app_split_it_through_the_table(lambda: DynamoBucketStore(table))
 
 
 def test_a_provider_apps_circuit_is_stored_over_its_version_and_read_back_whole(aws: StackTemplate) -> None:

@@ -12,6 +12,7 @@ from tests.support.governor_engines import (
     an_answer_frees_its_slot_and_closes_the_circuit,
     instances_share_one_apps_slots,
     instances_share_one_bucket,
+    sharers_of_an_app_split_it_through_the_table,
 )
 from tests.support.local_cloud import LocalCloudProcess
 
@@ -26,6 +27,11 @@ def test_instances_taking_tokens_at_once_share_one_bucket(cloud: LocalCloudProce
 def test_a_calls_moment_is_written_to_all_its_buckets_at_once(cloud: LocalCloudProcess) -> None:
     table = cloud.resource("RateLimitsTable")
     a_calls_moment_is_written_to_all_its_buckets_at_once(lambda: DynamoBucketStore(table, cloud.client("dynamodb")))
+
+
+def test_two_services_sharing_an_app_split_it_by_weight_through_the_table(cloud: LocalCloudProcess) -> None:
+    table = cloud.resource("RateLimitsTable")
+    sharers_of_an_app_split_it_through_the_table(lambda: DynamoBucketStore(table, cloud.client("dynamodb")))
 
 
 def _circuits(cloud: LocalCloudProcess) -> DynamoCircuitStore:

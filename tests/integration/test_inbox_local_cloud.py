@@ -15,7 +15,7 @@ import websockets
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from herald.inbox.dynamo import DynamoInboxStore
-from tests.support.inbox import insert_past_retention
+from tests.support.inbox import connections_of, insert_past_retention
 from tests.support.local_cloud import LocalCloudProcess
 from tests.support.tokens import make_token
 from tests.support.waiting import eventually
@@ -58,13 +58,7 @@ async def _collect(url: str, into: list[dict[str, Any]], ready: asyncio.Event, s
 
 
 def _listed(cloud: LocalCloudProcess, user: str, count: int) -> None:
-    """The user's connections as the push fan-out finds them (the ConnectionsTable index by user)."""
-    found = cloud.client("dynamodb").query(
-        TableName=cloud.resource("ConnectionsTable"),
-        IndexName="by_user",
-        KeyConditionExpression="user_key = :user",
-        ExpressionAttributeValues={":user": {"S": f"lalu#{user}"}},
-    )["Items"]
+    found = connections_of(cloud, user)
     assert len(found) == count, found
 
 

@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from herald.auth.models import ServiceKeyRecord
+from herald.auth.models import DeliveryScope, ServiceKeyRecord
 from herald.circuits import CircuitState
 from herald.clock import Clock
 from herald.confirms.models import Confirm, Delivery, SendResult, StaleConfirm
@@ -457,9 +457,10 @@ class FixedTargets:
     """Event dispatch's target policy with every service allowed the same targets."""
 
     allowed: frozenset[str]
+    weight: int = 1
 
-    def allowed_targets(self, service_id: str) -> frozenset[str]:
-        return self.allowed
+    def delivery_scope(self, service_id: str) -> DeliveryScope:
+        return DeliveryScope("", self.allowed, self.weight)
 
 
 @dataclasses.dataclass(frozen=True)

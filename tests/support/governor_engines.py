@@ -14,6 +14,7 @@ import pytest
 
 from herald.circuits import Circuit, CircuitLimits, CircuitState, CircuitStore, Parked
 from herald.limits.governor import BucketLimit, BucketStore, Gate, Governor
+from herald.limits.shares import Claim, Share
 
 INSTANCES = 8
 
@@ -55,6 +56,28 @@ def a_calls_moment_is_written_to_all_its_buckets_at_once(store_of_an_instance: C
     assert sum(passed) == app.limit.burst == 20
     assert max(passed) <= 5
     assert store_of_an_instance().read(app.name).version == 20
+
+
+def sharers_of_an_app_split_it_through_the_table(store_of_an_instance: Callable[[], BucketStore]) -> None:
+    """Two instances (each its own store and client), each calling for another service of the app in turn, on a
+    clock that does not move: the app's burst splits between them by their weights (3:1), because each call's claim
+    rides in its bucket's write and each instance reads the other's; the claims read back whole."""
+    tag, frozen = secrets.token_hex(4), 1_800_000_000_000
+    app = Gate(f"app-{tag}", BucketLimit(400, per_seconds=60), shared=True)  # a burst of 40
+    sharers = {"heavy": Share.of("t1", "heavy", weight=3), "light": Share.of("t1", "light", weight=1)}
+    governors = {who: Governor(store_of_an_instance(), clock=lambda: frozen) for who in sharers}
+    passed, asking = dict.fromkeys(sharers, 0), set(sharers)
+    while asking:
+        for who in sorted(asking):
+            if governors[who].take([app], share=sharers[who]) == 0:
+                passed[who] += 1
+            else:
+                asking.discard(who)
+    assert passed["heavy"] + passed["light"] == 40
+    assert 30 - 2 <= passed["heavy"] <= 30 + 2  # three quarters (a part may go one moment early)
+    claims = store_of_an_instance().read(app.name).claims
+    assert set(claims) == {"t1/heavy", "t1/light"}
+    assert claims["t1/heavy"] == Claim(3, 1, claims["t1/heavy"].due_ms, frozen)
 
 
 def a_circuit_is_stored_over_its_version_and_read_back_whole(store: CircuitStore) -> None:

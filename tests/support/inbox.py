@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from herald.clock import now_ms
 from herald.inbox.dynamo import DynamoInboxStore
 from herald.inbox.models import RETENTION_MS, Kind, Notification, dedup_key
 from herald.inbox.service import new_notification_id
+from tests.support.local_cloud import LocalCloudProcess
 
 
 def insert_past_retention(store: DynamoInboxStore, user_id: str, *, seconds_past: int = 60) -> Notification:
@@ -25,3 +28,14 @@ def insert_past_retention(store: DynamoInboxStore, user_id: str, *, seconds_past
     )
     store.insert(notification)
     return notification
+
+
+def connections_of(cloud: LocalCloudProcess, user_id: str) -> list[dict[str, Any]]:
+    """A user's WebSocket connections as the push fan-out finds them (the ConnectionsTable index by user)."""
+    found: list[dict[str, Any]] = cloud.client("dynamodb").query(
+        TableName=cloud.resource("ConnectionsTable"),
+        IndexName="by_user",
+        KeyConditionExpression="user_key = :user",
+        ExpressionAttributeValues={":user": {"S": f"lalu#{user_id}"}},
+    )["Items"]
+    return found

@@ -20,6 +20,7 @@ from herald.events.pacing import FeishuLimits, FeishuPace
 from herald.events.policy import DispatchPolicy
 from herald.events.service import EventIntake
 from herald.limits.governor import Bucket, Governor
+from herald.limits.shares import Claim
 from herald.providers.feishu import FeishuError
 from tests.support.clock import FakeClock, most_in_any_window
 from tests.support.fakes import AdmitAll, FixedTargets, InMemoryBucketStore, InMemoryJobStore, PartnerKey, step_of
@@ -66,7 +67,8 @@ class Herald:
         self.feishu = Feishu(self.clock)
         self.nudges: list[Nudge] = []
         self.outcomes: list[str] = []
-        self.pace = FeishuPace(Governor(InMemoryBucketStore(), self.clock, self.clock.sleep), "cli_app", FeishuLimits())
+        self.pace_store = InMemoryBucketStore()
+        self.pace = FeishuPace(Governor(self.pace_store, self.clock, self.clock.sleep), "cli_app", FeishuLimits())
         self.dispatcher = EventDispatcher(
             self.store,
             FixedTargets(ALLOWED),
@@ -235,3 +237,25 @@ def test_a_message_waiting_for_a_moment_seconds_away_comes_back_a_second_early_a
     slept = herald.clock.slept_ms
     assert herald.dispatcher.drain("svc", lambda: 600_000).result is DrainResult.CAUGHT_UP
     assert herald.clock.slept_ms - slept == 1_000 and [at for at, _ in herald.feishu.calls] == [start + 35_000]
+
+
+def test_a_lane_over_its_part_of_a_shared_app_goes_back_to_its_queue_before_its_claim_writing_nothing(
+    herald: Herald,
+) -> None:
+    """Issue 47, item 2: while another service asks for the same app with nine times its weight, this service's
+    next call is ten of the app's intervals after its last; a drain before then is told so before it claims the
+    job (no write, no stream record: a partner's backlog bouncing off its part costs reads only), and comes back
+    in 3 to 4 s, not every second: the service's other lanes ask meanwhile, and a message back every second would
+    keep other services' work behind it in the queue."""
+    gate = "feishu:cli_app:s"
+    now = herald.clock.now
+    herald.pace_store.buckets[gate] = Bucket(claims={"/other": Claim(9, 1, now + 10_000, now)})
+    herald.post(1)
+    herald.post(2)
+    assert herald.dispatcher.drain("svc", lambda: 0).result is DrainResult.WAITING  # e1 sent; e2's moment is ahead
+    assert len(herald.feishu.calls) == 1
+    second = herald.store.job("svc", 2)
+    drained = herald.dispatcher.drain("svc", lambda: 600_000)
+    assert drained.result is DrainResult.WAITING and "its part of Feishu app" in drained.reason
+    assert 3_000 <= drained.retry_in_ms < 4_000  # not before 3 s (its other lanes ask too), spread over a second
+    assert herald.store.job("svc", 2) == second  # not claimed: nothing written

@@ -54,6 +54,7 @@ def _key_view(record: Any) -> dict[str, Any]:
         "allow_markdown": record.allow_markdown,
         "target_rate": record.target_rate,
         "order": record.order,
+        "weight": record.weight,
         "created_at_ms": record.created_at_ms,
         "expires_at_ms": record.expires_at_ms,
         "revoked_at_ms": record.revoked_at_ms,
@@ -96,6 +97,13 @@ def _service_keys(stack: Stack) -> Any:
     show_default=True,
     help="its events in one order for the service, or one lane per target (in order inside it, lanes in parallel)",
 )
+@click.option(
+    "--weight",
+    type=int,
+    default=1,
+    show_default=True,
+    help="its service's weight (1-100) in a provider app shared with other services of its tenant",
+)
 @stack_options
 def keys_create(
     service: str,
@@ -106,6 +114,7 @@ def keys_create(
     allow_markdown: bool,
     target_rate: int | None,
     order: str,
+    weight: int,
     **where: Any,
 ) -> int:
     expires = now_ms() + expires_in_days * 86_400_000 if expires_in_days else None
@@ -119,6 +128,7 @@ def keys_create(
             allow_markdown=allow_markdown,
             target_rate=target_rate,
             order=order,
+            weight=weight,
         )
     except HeraldError as error:
         return refuse(error.message)

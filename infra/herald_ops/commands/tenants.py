@@ -48,6 +48,11 @@ def _tenants(stack: Stack) -> Any:
 @click.option("--feishu-secret-parameter", help="the SSM SecureString holding its app secret")
 @click.option("--feishu-base-url", default="", help="default: the stack's")
 @click.option("--display-name", default="")
+@click.option(
+    "--weight",
+    type=int,
+    help="its weight (1-100) in a provider app it shares with other tenants (default: as it was, or 1)",
+)
 @stack_options
 def tenants_set(
     app_code: str,
@@ -59,6 +64,7 @@ def tenants_set(
     feishu_secret_parameter: str | None,
     feishu_base_url: str,
     display_name: str,
+    weight: int | None,
     **where: Any,
 ) -> int:
     registry = _tenants(stack_of(**where))
@@ -77,7 +83,7 @@ def tenants_set(
             if feishu_app_id is None or feishu_secret_parameter is None:
                 return refuse("a tenant's own Feishu app needs --feishu-app-id and --feishu-secret-parameter")
             feishu = rules.feishu(feishu_app_id, feishu_secret_parameter, feishu_base_url)
-        print_record(registry.set(app_code, display_name, im, feishu).view())
+        print_record(registry.set(app_code, display_name, im, feishu, weight).view())
     except HeraldError as error:
         return refuse(error.message)
     return 0

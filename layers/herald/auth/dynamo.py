@@ -41,6 +41,7 @@ class ServiceKeyRow(Model):
     allow_markdown = BooleanAttribute(null=True)
     target_rate = IntAttribute(null=True)
     event_order = UnicodeAttribute(null=True)  # absent: the service's own order
+    share_weight = IntAttribute(null=True)  # absent: 1
     expires_at_ms = IntAttribute(null=True)
     revoked_at_ms = IntAttribute(null=True)
     last_used_at_ms = IntAttribute(null=True)
@@ -59,6 +60,7 @@ class ServiceKeyRow(Model):
             allow_markdown=bool(self.allow_markdown),
             target_rate=self.target_rate,
             order=self.event_order or SERVICE_ORDER,
+            weight=self.share_weight or 1,
             expires_at_ms=self.expires_at_ms,
             revoked_at_ms=self.revoked_at_ms,
             last_used_at_ms=self.last_used_at_ms,
@@ -94,6 +96,7 @@ class DynamoServiceKeyStore:
             allow_markdown=key.allow_markdown,
             target_rate=key.target_rate,
             event_order=None if key.order == SERVICE_ORDER else key.order,
+            share_weight=None if key.weight == 1 else key.weight,
             expires_at_ms=key.expires_at_ms,
             revoked_at_ms=key.revoked_at_ms,
             rotated_from=key.rotated_from,

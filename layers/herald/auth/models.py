@@ -75,6 +75,7 @@ class ServiceKeyRecord:
     allow_markdown: bool = False  # its events' cards may opt into Feishu markdown
     target_rate: int | None = None  # its events a minute to one target, in place of the stack's limit
     order: str = SERVICE_ORDER  # its events' order: the service's (one lane) or per target (a lane each)
+    weight: int = 1  # its service's weight in a shared provider app's fair share (herald.limits.shares)
     expires_at_ms: int | None = None
     revoked_at_ms: int | None = None
     last_used_at_ms: int | None = None
@@ -89,13 +90,19 @@ class ServiceKeyRecord:
 @dataclass(frozen=True)
 class DeliveryScope:
     """Where a service's external events are delivered, from its live keys: for which tenant (the one app_code
-    they act for; "" when several or none, and the stack's providers deliver them) and to which targets."""
+    they act for; "" when several or none, and the stack's providers deliver them), to which targets, and its
+    weight in a shared provider app."""
 
     tenant: str
     targets: frozenset[str]
+    weight: int = 1  # its weight in a provider app shared with other services: its live keys' highest
 
     @classmethod
     def of(cls, keys: Iterable[ServiceKeyRecord], now_ms: int) -> DeliveryScope:
         live = [key for key in keys if key.live(now_ms)]
         tenants = {app_code for key in live for app_code in key.app_codes}
-        return cls(next(iter(tenants)) if len(tenants) == 1 else "", frozenset(t for key in live for t in key.targets))
+        return cls(
+            next(iter(tenants)) if len(tenants) == 1 else "",
+            frozenset(t for key in live for t in key.targets),
+            max((key.weight for key in live), default=1),
+        )

@@ -79,6 +79,15 @@ def validate_capability(capability: str) -> str:
     return capability.rstrip("/")
 
 
+MAX_WEIGHT = 100  # a service's or a tenant's weight in a shared provider app's fair share: 1 to this
+
+
+def validate_weight(weight: int, what: str = "a weight") -> int:
+    if not 1 <= weight <= MAX_WEIGHT:
+        raise InvalidArgument(f"{what} is 1 to {MAX_WEIGHT}, not {weight}")
+    return weight
+
+
 def validate_app_code(app_code: str) -> str:
     if not _APP_CODE.fullmatch(app_code):
         raise InvalidArgument(f"an app_code is 1-32 chars of a-z, 0-9, '_' or '-', not {app_code!r}")
@@ -166,9 +175,11 @@ class ServiceKeys:
         allow_markdown: bool = False,
         target_rate: int | None = None,
         order: str = SERVICE_ORDER,
+        weight: int = 1,
     ) -> tuple[str, ServiceKeyRecord]:
         """A new key with exactly these rights; returns the key (shown once) and its record."""
         validate_service_id(service_id)
+        validate_weight(weight, "a key's --weight")
         if target_rate is not None and not 1 <= target_rate <= MAX_TARGET_RATE:
             raise InvalidArgument(f"a target rate is 1 to {MAX_TARGET_RATE} events a minute")
         if order not in EVENT_ORDERS:
@@ -193,6 +204,7 @@ class ServiceKeys:
             allow_markdown=allow_markdown,
             target_rate=target_rate,
             order=order,
+            weight=weight,
             expires_at_ms=expires_at_ms,
             rotated_from=rotated_from,
         )
@@ -215,6 +227,7 @@ class ServiceKeys:
             allow_markdown=old.allow_markdown,
             target_rate=old.target_rate,
             order=old.order,
+            weight=old.weight,
         )
         if revoke_old_in_ms is not None:
             self.revoke(key_id, in_ms=revoke_old_in_ms)

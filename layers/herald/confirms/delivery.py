@@ -20,6 +20,7 @@ from herald.circuits import AppCircuit, Unguarded, waits_for_app
 from herald.clock import Clock, now_ms, utc_text
 from herald.confirms.models import Confirm, ConfirmStatus, CustomMessage, Delivery, SendResult
 from herald.errors import DeliveryError
+from herald.limits.shares import EqualShares, Share
 
 IM_CONFIRM = "im_confirm"
 IM_CONFIRM_UPDATE = "im_confirm_update"
@@ -101,13 +102,19 @@ class ImSender(Protocol):
 
 
 class ImPace(Protocol):
-    def wait(self, api: str, budget_ms: Callable[[], int]) -> int:
+    def wait(self, api: str, budget_ms: Callable[[], int], share: Share | None = None) -> int:
         """0 once a call to `api` may go (its token taken, waiting while `budget_ms()` allows), else the ms
-        it would still have to wait."""
+        it would still have to wait. `share`: the tenant's, in the app's fair share (None: none)."""
         ...
 
     def refused(self, api: str) -> None:
         """Tencent answered a call to `api` with its rate-limit code: slow down."""
+        ...
+
+
+class TenantShares(Protocol):
+    def of_tenant(self, tenant: str) -> Share | None:
+        """A tenant's pushes as one sharer of its Tencent IM app, with its weight registered now."""
         ...
 
 
@@ -180,8 +187,10 @@ class ConfirmDelivery:
         clock: Clock = now_ms,
         pace: ImPace | None = None,
         circuit: AppCircuit | None = None,
+        shares: TenantShares | None = None,
     ) -> None:
         self._pace = pace
+        self._shares = shares or EqualShares()
         self._circuit = circuit or Unguarded()  # the IM client's calls go through it
         self._confirms = confirms  # a ConfirmStore (only `get` is used)
         self._deliveries = deliveries
@@ -201,33 +210,13 @@ class ConfirmDelivery:
         if delivery.status == "sent":
             return delivery
         try:
-            if delivery.sending_since_ms:
-                # An earlier call's answer was lost (the sender died, or no answer came): Tencent may have the
-                # message. Its history, not a second send, says so; MsgRandom only deduplicates sends within
-                # the same second, so history is the only proof, and only while Tencent keeps it.
-                if self._clock() - delivery.sending_since_ms > self._history_ms:
-                    raise PermanentDeliveryFailure(
-                        f"an earlier send (at {utc_text(delivery.sending_since_ms)}) may have arrived, and Tencent "
-                        f"IM's history no longer reaches back to it ({self._history_ms // 86_400_000} days): not "
-                        "sent again; look in the conversation, then redrive or drop the push"
-                    )
-                found = self._paced(
-                    ROAMMSG,
-                    lambda: self._im.find_sent(
-                        confirm.sender_user_id,
-                        confirm.receiver_user_id,
-                        delivery.msg_random,
-                        since_s=delivery.sending_since_ms // 1000 - 1,
-                        until_s=self._clock() // 1000 + 1,
-                    ),
-                )
-                if found is not None:
-                    self._deliveries.sent(delivery, found, self._clock())
-                    return delivery
+            if delivery.sending_since_ms and (found := self._sent_earlier(push, confirm, delivery)) is not None:
+                self._deliveries.sent(delivery, found, self._clock())
+                return delivery
             budgets.ensure_time_for_provider_call("IM send")  # before the record that a call starts
             self._deliveries.sending(delivery, self._clock())
             message = message_for(confirm, push, delivery.msg_random)
-            result = self._paced(SENDMSG, lambda: self._im.send(message))
+            result = self._paced(SENDMSG, push.app_code, lambda: self._im.send(message))
         except DeliveryError as exc:
             if wait := waits_for_app(exc, self._circuit):  # the app is parked: the push waits for it, uncounted
                 raise DeliveryPaced(f"Tencent IM app waits: {exc}", wait) from exc
@@ -241,14 +230,36 @@ class ConfirmDelivery:
         self._deliveries.sent(delivery, result, self._clock())
         return delivery
 
-    def _paced(self, api: str, call: Callable[[], T]) -> T:
-        """`call` under Tencent IM's pace: it waits for the app's token while the invocation allows, and a
-        rate-limit answer (nothing was done) slows the bucket and waits again, a few times, before the push
-        goes back to the queue untried."""
+    def _sent_earlier(self, push: Push, confirm: Confirm, delivery: Delivery) -> SendResult | None:
+        """An earlier call's answer was lost (the sender died, or no answer came): Tencent may have the message.
+        Its history, not a second send, says so; MsgRandom only deduplicates sends within the same second, so
+        history is the only proof, and only while Tencent keeps it."""
+        if self._clock() - delivery.sending_since_ms > self._history_ms:
+            raise PermanentDeliveryFailure(
+                f"an earlier send (at {utc_text(delivery.sending_since_ms)}) may have arrived, and Tencent "
+                f"IM's history no longer reaches back to it ({self._history_ms // 86_400_000} days): not "
+                "sent again; look in the conversation, then redrive or drop the push"
+            )
+        return self._paced(
+            ROAMMSG,
+            push.app_code,
+            lambda: self._im.find_sent(
+                confirm.sender_user_id,
+                confirm.receiver_user_id,
+                delivery.msg_random,
+                since_s=delivery.sending_since_ms // 1000 - 1,
+                until_s=self._clock() // 1000 + 1,
+            ),
+        )
+
+    def _paced(self, api: str, tenant: str, call: Callable[[], T]) -> T:
+        """`call` under Tencent IM's pace (the tenant's share of the app): it waits for the app's token while the
+        invocation allows, and a rate-limit answer (nothing was done) slows the bucket and waits again, a few
+        times, before the push goes back to the queue untried."""
         if self._pace is None:
             return call()
         for _ in range(THROTTLED_TRIES):
-            if wait := self._pace.wait(api, budgets.spare_ms):
+            if wait := self._pace.wait(api, budgets.spare_ms, self._shares.of_tenant(tenant)):
                 raise DeliveryPaced(f"Tencent IM {api}: the next call is {wait} ms away", wait)
             try:
                 return call()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from herald.confirms.delivery import SENDMSG
 from herald.limits.governor import BucketLimit, Gate, Governor
+from herald.limits.shares import Share
 
 
 @dataclass(frozen=True)
@@ -25,12 +26,12 @@ class TencentImPace:
         self._app = f"tim:{sdk_app_id}"
         self._limits = limits
 
-    def wait(self, api: str, budget_ms: Callable[[], int]) -> int:
-        return self._governor.take([self._gate(api)], budget_ms)
+    def wait(self, api: str, budget_ms: Callable[[], int], share: Share | None = None) -> int:
+        return self._governor.take([self._gate(api)], budget_ms, share=share)
 
     def refused(self, api: str) -> None:
         self._governor.refused(self._gate(api))
 
     def _gate(self, api: str) -> Gate:
         per_second = self._limits.sendmsg_per_second if api == SENDMSG else self._limits.roammsg_per_second
-        return Gate(f"{self._app}:{api}", BucketLimit(per_second))
+        return Gate(f"{self._app}:{api}", BucketLimit(per_second), shared=True)

@@ -108,6 +108,7 @@ def _delivery(c: Container, base_url: str, sdk_app_id: int, admin: str, key: Cal
     from herald.confirms.pacing import TencentImLimits, TencentImPace
     from herald.limits.wiring import governor, provider_circuit
     from herald.providers.tencent_im import TencentImClient
+    from herald.tenants.wiring import shares
 
     settings = c.settings
     circuit = provider_circuit(c, f"im:{sdk_app_id}")
@@ -124,6 +125,7 @@ def _delivery(c: Container, base_url: str, sdk_app_id: int, admin: str, key: Cal
         history_ms=settings.tencent_im_history_days * 86_400_000,
         pace=TencentImPace(governor(c), sdk_app_id, limits),
         circuit=circuit,
+        shares=shares(c),
     )
 
 

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 
 from herald import budgets
+from herald.auth.models import DeliveryScope
 from herald.circuits import waits_for_app
 from herald.clock import Clock, now_ms
 from herald.errors import DeliveryError
@@ -29,9 +30,10 @@ from herald.events.drained import PACE_SLEEP_MOST_MS, Drained, DrainResult, NotY
 from herald.events.jobs import Job, JobStatus, StaleJob
 from herald.events.models import Lane
 from herald.events.nudges import Nudge
-from herald.events.policy import DispatchPolicy, superseded_run
-from herald.events.ports import DispatchStore, TargetPolicy
+from herald.events.policy import DispatchPolicy, superseded_run, wait_until_due
+from herald.events.ports import DispatchStore, Shares, TargetPolicy
 from herald.events.records import Outcome, ProviderCall, Resolution, resolution
+from herald.limits.shares import EqualShares
 
 OPERATOR_DECIDES = "an operator decides"
 COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newer one of the same card
@@ -52,8 +54,10 @@ class EventDispatcher:
         nudge: Callable[[Nudge], None],
         clock: Clock = now_ms,
         on_outcome: Callable[[Job, str], None] | None = None,
+        shares: Shares | None = None,
     ) -> None:
         self._store = store
+        self._shares = shares or EqualShares()
         self._targets = targets
         self._apps = apps
         self._calls = threading.local()  # the provider calls of the attempt in flight on this thread
@@ -63,17 +67,17 @@ class EventDispatcher:
         self._clock = clock
         self._on_outcome = on_outcome or (lambda job, outcome: None)
 
-    def drain(self, lane: str, remaining_ms: Callable[[], int], allowed: frozenset[str] | None = None) -> Drained:
-        if allowed is None:  # read once a drain (a worker reads it with its tenant): a narrowing applies from the next
-            allowed = self._targets.allowed_targets(Lane.parse(lane).service_id)
+    def drain(self, lane: str, remaining_ms: Callable[[], int]) -> Drained:
+        # The service's keys read once a drain: where it may send (a narrowing applies from the next), its weight.
+        scope = self._targets.delivery_scope(Lane.parse(lane).service_id)
         try:
-            return Drained(self._run(lane, remaining_ms, allowed))
+            return Drained(self._run(lane, remaining_ms, scope))
         except NotYet as waiting:
             return Drained(DrainResult.WAITING, waiting.delay_ms, str(waiting), waiting.tenant)
         except budgets.OutOfTime as out:
             return Drained(DrainResult.OUT_OF_TIME, reason=str(out))
 
-    def _run(self, lane: str, remaining_ms: Callable[[], int], allowed: frozenset[str]) -> DrainResult:
+    def _run(self, lane: str, remaining_ms: Callable[[], int], scope: DeliveryScope) -> DrainResult:
         """The lane's jobs, head first, until it is caught up, blocked or paused (NotYet: it must wait)."""
         head = self._store.head(lane)
         cursor = started_at = head.done_seq
@@ -82,7 +86,7 @@ class EventDispatcher:
             if job.awaiting_operator:
                 return DrainResult.BLOCKED
             now = self._clock()
-            self._wait_until_due(job, now)
+            wait_until_due(job, now)
             if job.status is JobStatus.RUNNING and job.marked_at_ms:
                 self._left_behind(
                     job, "interrupted after its side effect was marked (its worker died or ran out of time)"
@@ -96,7 +100,7 @@ class EventDispatcher:
             left = remaining_ms()
             if left < self._policy.reserve_ms:
                 return self._pause(lane, cursor, started_at, left)
-            step = self._attempt(job, allowed, remaining_ms)
+            step = self._attempt(job, scope, remaining_ms)
             if isinstance(step, PaceWait):
                 if cursor == started_at:  # nothing done yet: the message comes back for the moment
                     raise NotYet(f"job {job.job_id} waits {step.ms} ms for Feishu's pace", step.back_in_ms, job.tenant)
@@ -108,7 +112,7 @@ class EventDispatcher:
                 cursor = job.seq
         return DrainResult.CAUGHT_UP
 
-    def _attempt(self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int]) -> Step | PaceWait:
+    def _attempt(self, job: Job, scope: DeliveryScope, remaining_ms: Callable[[], int]) -> Step | PaceWait:
         """Claim the head job and try it. A settling try takes its pace before its claim (which marks it); a
         delivery reserves its call's moment after its claim and is marked while it waits for it."""
         self._pending_calls().clear()  # an attempt records only its own calls
@@ -116,14 +120,21 @@ class EventDispatcher:
         tenant_app = self._apps.current(job.tenant, job.service_id)  # before the claim: a paused tenant waits
         if wait := tenant_app.circuit.wait_ms():  # before the claim: an attempt its app refuses writes nothing
             raise NotYet(f"job {job.job_id} waits for Feishu app {tenant_app.app_id} (its circuit)", wait, job.tenant)
-        if settling and job.event.target.key in allowed and (wait := self._paced(tenant_app, job, remaining_ms)):
+        if wait := tenant_app.pace.over_part_ms(self._shares.of(job.tenant, job.service_id, scope.weight)):
+            retry = self._policy.over_part_retry(wait, secrets.randbelow(1_000))
+            raise NotYet(f"job {job.job_id} waits for its part of Feishu app {tenant_app.app_id}", retry, job.tenant)
+        if (
+            settling
+            and job.event.target.key in scope.targets
+            and (wait := self._paced(tenant_app, job, scope, remaining_ms))
+        ):
             return PaceWait(wait)
         claimed = self._claim(job, self._clock())
         if claimed is None:  # another worker (or an operator) moved it first
             return Step.AGAIN
         if settling:
-            return self._settle(claimed, allowed, tenant_app)
-        return self._deliver(claimed, allowed, remaining_ms, tenant_app)
+            return self._settle(claimed, scope.targets, tenant_app)
+        return self._deliver(claimed, scope, remaining_ms, tenant_app)
 
     def _next_unfinished(self, lane: str, done: int) -> Job | None:
         """The lane's lowest unfinished job after `done` (None when caught up). The cursor moves past jobs
@@ -147,17 +158,6 @@ class EventDispatcher:
             self._store.advance(lane, done, seq)
             done = seq
 
-    def _wait_until_due(self, job: Job, now: int) -> None:
-        """NotYet while the job is not for this worker yet: its retry's or settling's time, another's lease."""
-        waits = {
-            JobStatus.UNKNOWN: (job.next_settle_at_ms, "is being settled; next try later"),
-            JobStatus.RUNNING: (job.lock_until_ms, "is held by another worker"),
-            JobStatus.QUEUED: (job.next_attempt_at_ms, "waits for its retry"),
-        }
-        until, why = waits.get(job.status, (0, ""))
-        if until > now:
-            raise NotYet(f"job {job.job_id} {why}", until - now, job.tenant)
-
     def _superseded(self, job: Job) -> int:
         """A queued card revision with a newer one of its card waiting behind it is not sent (the newer is, in
         its turn): it and the run of such jobs right behind it are recorded superseded in one write. Returns the
@@ -177,6 +177,7 @@ class EventDispatcher:
         self,
         app: FeishuLink,
         job: Job,
+        scope: DeliveryScope,
         remaining_ms: Callable[[], int],
         meanwhile: Callable[[], object] = lambda: None,
     ) -> int:
@@ -184,7 +185,8 @@ class EventDispatcher:
         allowed, a second at most: a worker does not sleep for pace): 0; or the ms it is away (then `meanwhile`
         did not run)."""
         budget = lambda: min(PACE_SLEEP_MOST_MS, remaining_ms() - self._policy.reserve_ms)  # noqa: E731
-        return app.pace.wait(job.event.target, budget, meanwhile)
+        share = self._shares.of(job.tenant, job.service_id, scope.weight)
+        return app.pace.wait(job.event.target, budget, meanwhile, share)
 
     def _pending_calls(self) -> list[ProviderCall]:
         if not hasattr(self._calls, "pending"):
@@ -221,11 +223,11 @@ class EventDispatcher:
             return None
 
     def _deliver(
-        self, job: Job, allowed: frozenset[str], remaining_ms: Callable[[], int], tenant_app: FeishuLink
+        self, job: Job, scope: DeliveryScope, remaining_ms: Callable[[], int], tenant_app: FeishuLink
     ) -> Step | PaceWait:
         """One attempt of the head job: AGAIN when Feishu's rate limit refused it (back in the queue, its attempt
         given back); PaceWait when its call's moment is further away than the worker's time."""
-        if job.event.target.key not in allowed:
+        if job.event.target.key not in scope.targets:
             return self._complete(job, JobStatus.REJECTED, Outcome.TARGET_NOT_ALLOWED, "", None)
         plan = self._cards.plan(job, tenant_app)
         current, decision = plan.current, plan.decision
@@ -239,7 +241,7 @@ class EventDispatcher:
         except DeliveryError as exc:
             return self._not_done(job, exc, plan.first_call)
         marked: list[Job] = []  # while its moment is waited for: only waking up comes between it and the call
-        if wait := self._paced(plan.first_call, job, remaining_ms, lambda: self._mark(job, marked)):  # untried
+        if wait := self._paced(plan.first_call, job, scope, remaining_ms, lambda: self._mark(job, marked)):  # untried
             self._commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
             return PaceWait(wait)
         job = marked[0]
@@ -361,8 +363,7 @@ class EventDispatcher:
 
     def _throttled(self, app: FeishuLink, job: Job, exc: DeliveryError) -> None:
         app.pace.refused(job.event.target, exc.throttled, exc.retry_after_ms)
-        now = self._clock()
-        self._commit(job, job.throttled(str(exc)), now)
+        self._commit(job, job.throttled(str(exc)), self._clock())
         self._on_outcome(job, "throttled")
 
     def _fail(self, job: Job, reason: str) -> Step:

@@ -16,6 +16,11 @@ from herald.observability import count_for_tenant, logger
 from herald.tenants.models import TenantPaused, waiting_for_tenant_s
 from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
+# A lane that keeps waiting (its service over its part of a shared app, its pace, a retry's backoff) is handed a
+# fresh message after this many receives of one: waiting never spends the events queue's maxReceiveCount (30),
+# which is for messages no worker can read.
+FRESH_MESSAGE_AFTER_RECEIVES = 20
+
 
 def on_events_change(old: Image | None, new: Image | None) -> None:
     """The events table's stream is the outbox: a new job, or a blocked one resolved, nudges its lane; a job that
@@ -40,6 +45,10 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
     if drained.result is DrainResult.WAITING:
         if drained.tenant:
             count_for_tenant("EventsRetriedByTenant", drained.tenant)
+        if record.receive_count >= FRESH_MESSAGE_AFTER_RECEIVES:  # this one is done; the fresh one waits on
+            dispatch_queue().publish(Nudge(lane, 0, f"waits-on-{record.message_id}"))
+            logger.info("lane waits on in a fresh message", lane=lane, receives=record.receive_count)
+            return
         raise RetryLater(drained.reason, drained.retry_in_ms / 1000)
     if drained.result is DrainResult.OUT_OF_TIME:
         raise budgets.OutOfTime(drained.reason)  # back in the queue at once, untried

@@ -7,11 +7,12 @@ docs/side-effects.md cites each limit."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from herald.events.models import Target
+from herald.events.ports import Budget, Meanwhile
 from herald.limits.governor import BucketLimit, Gate, Governor
+from herald.limits.shares import Share
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,11 @@ class FeishuPace:
         self._app = f"feishu:{app_id}"
         self._limits = limits
 
-    def wait(self, target: Target, budget_ms: Callable[[], int], meanwhile: Callable[[], object]) -> int:
-        return self._governor.take([*self._app_gates(), self._chat(target)], budget_ms, meanwhile)
+    def wait(self, target: Target, budget_ms: Budget, meanwhile: Meanwhile, share: Share | None = None) -> int:
+        return self._governor.take([*self._app_gates(), self._chat(target)], budget_ms, meanwhile, share)
+
+    def over_part_ms(self, share: Share | None) -> int:
+        return self._governor.over_part_ms(self._app_gates(), share) if share is not None else 0
 
     def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:
         for gate in [self._chat(target)] if scope == "chat" else self._app_gates():
@@ -42,16 +46,19 @@ class FeishuPace:
     def _app_gates(self) -> list[Gate]:
         limits = self._limits
         return [
-            Gate(f"{self._app}:s", BucketLimit(limits.app_per_second)),
-            Gate(f"{self._app}:m", BucketLimit(limits.app_per_minute, per_seconds=60)),
+            Gate(f"{self._app}:s", BucketLimit(limits.app_per_second), shared=True),
+            Gate(f"{self._app}:m", BucketLimit(limits.app_per_minute, per_seconds=60), shared=True),
         ]
 
 
 class Unpaced:
     """No limits of Herald's own (Feishu's answers still stop a call it refuses)."""
 
-    def wait(self, target: Target, budget_ms: Callable[[], int], meanwhile: Callable[[], object]) -> int:
+    def wait(self, target: Target, budget_ms: Budget, meanwhile: Meanwhile, share: Share | None = None) -> int:
         meanwhile()
+        return 0
+
+    def over_part_ms(self, share: Share | None) -> int:
         return 0
 
     def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from herald import budgets
 from herald.clock import utc_text
-from herald.events.jobs import Job
+from herald.events.drained import NotYet
+from herald.events.jobs import Job, JobStatus
 
 MAX_BACKOFF_MS = 300_000
 # Feishu im/v1/messages create: "requests holding the same uuid succeed in sending at most one message
@@ -46,6 +47,13 @@ class DispatchPolicy:
     unknown_ttl_ms: int = 0  # 0: blocked jobs stay until an operator handles them
     settle_attempts: int = 6  # tries at settling an unknown job, before an operator decides
     send_dedup_window_ms: int = FEISHU_UUID_WINDOW_MS - UUID_WINDOW_MARGIN_MS
+    # A lane over its service's part of a shared app comes back no sooner than this, plus up to a second at random:
+    # its service's other lanes ask too, one of them takes the part's next moment, and messages coming back every
+    # second would keep other services' work behind them in the queue.
+    over_part_retry_ms: int = 3_000
+
+    def over_part_retry(self, wait_ms: int, spread_ms: int) -> int:
+        return max(wait_ms, self.over_part_retry_ms) + spread_ms
 
     def backoff_ms(self, attempts: int) -> int:
         return int(min(self.retry_base_ms * 2 ** max(0, attempts - 1), MAX_BACKOFF_MS))
@@ -65,3 +73,15 @@ class DispatchPolicy:
             f"{UUID_WINDOW_MARGIN_MS // 60_000} min for clocks) closes at {utc_text(closes)}: a resend could deliver a "
             "second card"
         )
+
+
+def wait_until_due(job: Job, now: int) -> None:
+    """NotYet while the job is not for this worker yet: its retry's or settling's time, another's lease."""
+    waits = {
+        JobStatus.UNKNOWN: (job.next_settle_at_ms, "is being settled; next try later"),
+        JobStatus.RUNNING: (job.lock_until_ms, "is held by another worker"),
+        JobStatus.QUEUED: (job.next_attempt_at_ms, "waits for its retry"),
+    }
+    until, why = waits.get(job.status, (0, ""))
+    if until > now:
+        raise NotYet(f"job {job.job_id} {why}", until - now, job.tenant)

@@ -6,9 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from herald.auth.models import DeliveryScope
 from herald.events.cards import CardMessage, CardWrite
 from herald.events.jobs import Job
 from herald.events.models import Card, LaneHead, Target
+from herald.limits.shares import Share
+
+Budget = Callable[[], int]  # the ms a caller may still wait
+Meanwhile = Callable[[], object]  # the caller's last step before its call
 
 
 class DispatchStore(Protocol):
@@ -42,8 +47,8 @@ class DispatchStore(Protocol):
 
 
 class TargetPolicy(Protocol):
-    def allowed_targets(self, service_id: str) -> frozenset[str]:
-        """Where the service's events may go now (`receive_id_type:receive_id`)."""
+    def delivery_scope(self, service_id: str) -> DeliveryScope:
+        """Where the service's events may go now (`receive_id_type:receive_id`), and its weight in a shared app."""
         ...
 
 
@@ -60,12 +65,24 @@ class Messenger(Protocol):
 class Pace(Protocol):
     """Herald's calls to Feishu, kept under its published limits (herald.events.pacing)."""
 
-    def wait(self, target: Target, budget_ms: Callable[[], int], meanwhile: Callable[[], object]) -> int:
+    def wait(self, target: Target, budget_ms: Budget, meanwhile: Meanwhile, share: Share | None = None) -> int:
         """Reserve a call's moment to `target`, run `meanwhile`, and wait for the moment while `budget_ms()`
-        allows; the ms still to wait when it does not (then `meanwhile` does not run; 0: the call may go)."""
+        allows; the ms still to wait when it does not (then `meanwhile` does not run; 0: the call may go).
+        `share`: whose call it is, in the app's fair share (None: none)."""
+        ...
+
+    def over_part_ms(self, share: Share | None) -> int:
+        """How long until `share`'s part of the app allows its next call while others ask too (0: now)."""
         ...
 
     def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:
         """Feishu refused a call to `target` by its rate limit (`scope`: `app` or `chat`): hold there for as long
         as it asked (`retry_after_ms`), or slow down when it did not say."""
+        ...
+
+
+class Shares(Protocol):
+    def of(self, tenant: str | None, service_id: str, weight: int = 1) -> Share | None:
+        """Whose a job's calls are in its app's fair share: its service's `weight`, its tenant's registered now
+        (None: no share)."""
         ...

@@ -72,6 +72,7 @@ def dispatcher(c: Container) -> EventDispatcher:
     """Every lane's jobs, each through its tenant's Feishu app (or the stack's), a card's revisions through the
     app that sent it."""
     from herald.auth.wiring import service_keys
+    from herald.tenants.wiring import shares
 
     metric = lambda job, outcome: metrics.add_metric(name=_outcome_metric(outcome), unit="Count", value=1)  # noqa: E731
     return EventDispatcher(
@@ -82,6 +83,7 @@ def dispatcher(c: Container) -> EventDispatcher:
         nudge=dispatch_queue(c).publish,
         clock=c.clock,
         on_outcome=metric,
+        shares=shares(c),
     )
 
 

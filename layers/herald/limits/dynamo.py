@@ -15,6 +15,7 @@ from pynamodb.models import Model
 from herald.circuits import CircuitState
 from herald.clock import Clock, now_ms
 from herald.limits.governor import Bucket
+from herald.limits.shares import Claim
 from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, ttl
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class BucketRow(Model):
     cut_at_ms = IntAttribute(null=True)
     version = IntAttribute()
     expires_at = TTLAttribute(null=True)
+    claims: MapAttribute[str, Any] = MapAttribute(null=True)  # sharers: [weight, tenant weight, due, asked]
 
 
 class DynamoBucketStore:
@@ -80,7 +82,11 @@ class DynamoBucketStore:
             row = self._rows.get(BUCKET_PREFIX + name, consistent_read=True)
         except self._rows.DoesNotExist:
             return Bucket()
-        return Bucket(float(row.due_ms), float(row.cut_rate_per_s or 0), row.cut_at_ms or 0, row.version)
+        claims = {
+            str(who): Claim(int(weight), int(tenant_weight), float(due), int(asked))
+            for who, (weight, tenant_weight, due, asked) in (row.claims.as_dict() if row.claims else {}).items()
+        }
+        return Bucket(float(row.due_ms), float(row.cut_rate_per_s or 0), row.cut_at_ms or 0, row.version, claims)
 
     def write(self, buckets: Mapping[str, Bucket], expires_at_s: int) -> bool:
         """One bucket: a conditional put; several: one transaction of them."""
@@ -108,6 +114,11 @@ class DynamoBucketStore:
             cut_at_ms=bucket.cut_at_ms or None,
             version=bucket.version + 1,
             expires_at=ttl(expires_at_s),
+            claims={
+                who: [claim.weight, claim.tenant_weight, round(claim.due_ms, 1), claim.asked_ms]
+                for who, claim in bucket.claims.items()
+            }
+            or None,
         )
         return row, _over_version(rows, bucket.version)
 

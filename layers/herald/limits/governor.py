@@ -18,10 +18,11 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple, Protocol
 
 from herald.clock import Clock, now_ms
+from herald.limits.shares import ASKED_RECENTLY_MS, Claim, Share, SharedBucket
 
 HEADROOM = 0.9  # the share of a published limit Herald plans to use: arrivals jitter, clocks differ
 SLOWEST_SHARE = 0.05  # a refusal never cuts a bucket below this share of its limit
@@ -69,6 +70,7 @@ class Bucket:
     cut_rate_per_s: float = 0.0  # the rate right after the last cut (0: never cut)
     cut_at_ms: int = 0
     version: int = 0  # the store's optimistic lock
+    claims: Mapping[str, Claim] = field(default_factory=dict)  # a shared bucket's sharers (herald.limits.shares)
 
     def rate_per_s(self, limit: BucketLimit, now: int) -> float:
         """The rate now: the limit's, or climbing back to it linearly since the last cut."""
@@ -110,12 +112,22 @@ class BucketStore(Protocol):
         ...
 
 
+class Reservation(NamedTuple):
+    """A call's moment (None: none reserved), the ms until it (or until the earliest one), and whether that is
+    worth waiting for in the caller's time (not when the call's sharer is over its part of a shared app)."""
+
+    moment: float | None
+    wait_ms: int
+    worth_waiting: bool = True
+
+
 @dataclass(frozen=True)
 class Gate:
     """One limit a call counts against: the bucket's name (e.g. `feishu:chat:cli_x:oc_1`) and its limit."""
 
     name: str
     limit: BucketLimit
+    shared: bool = False  # an app's bucket: shared fairly between the calls' sharers (herald.limits.shares)
 
 
 class Governor:
@@ -136,37 +148,57 @@ class Governor:
         # One reservation at a time in this instance: its threads (pushes side by side) would otherwise race
         # each other for the same bucket item, each win costing every other thread a read and a write.
         self._reserving = threading.Lock()
+        # Until when each shared gate was last seen contended by this instance: only then is a call's part of it
+        # looked at before its work begins (`over_part_ms`); alone, a sharer pays no read for it.
+        self._contended_until: dict[str, int] = {}
 
     def take(
         self,
         gates: Sequence[Gate],
         budget_ms: Callable[[], int] = lambda: 0,
         meanwhile: Callable[[], object] = lambda: None,
+        share: Share | None = None,
     ) -> int:
         """Reserve the call's moment, run `meanwhile` (the caller's last step before the call), and wait for
         the moment: 0 when the call may go now, else the ms it would still have to wait beyond `budget_ms()`
         (then nothing is reserved, `meanwhile` does not run, and the call does not go). What `meanwhile`
-        does comes out of the wait instead of coming between the moment and the call."""
+        does comes out of the wait instead of coming between the moment and the call. `share`: whose call it
+        is, for the shared gates' fair share (None: the call shares nothing)."""
         paced = [gate for gate in gates if not gate.limit.off]
         if not paced:
             meanwhile()
             return 0
         while True:
             budget = budget_ms()
-            moment, wait = self._reserve(paced, budget, self._lead_ms)
+            moment, wait, worth_waiting = self._reserve(paced, budget, self._lead_ms, share)
             if moment is not None:
                 break
-            if wait > budget:
+            if wait > budget or not worth_waiting:
                 return wait
-            self._sleep(wait / 1000)  # lost every race: the buckets are contended right now
+            self._sleep(wait / 1000)  # lost every race, or others' moments are near: try again then
         reserved_at = moment - wait
         meanwhile()
         took = min(_MOST_LEAD_MS, self._clock() - reserved_at)
         self._lead_ms += _LEAD_WEIGHT * (took - self._lead_ms)
-        self._go_at(paced, moment)
+        self._go_at(paced, moment, share)
         return 0
 
-    def _go_at(self, gates: Sequence[Gate], moment: float) -> None:
+    def over_part_ms(self, gates: Sequence[Gate], share: Share) -> int:
+        """How long until the sharer's part of the shared gates allows its next call, when others ask too (0:
+        it may go, or nobody else asked when this instance last looked). Read before a job is claimed, so work over
+        its part goes back to its queue writing nothing."""
+        now = self._clock()
+        watched = [gate for gate in gates if gate.shared and self._contended_until.get(gate.name, 0) > now]
+        waits = [0]
+        for gate in watched:
+            bucket = self._store.read(gate.name)
+            seen = SharedBucket(bucket.claims, bucket.interval_ms(gate.limit, now), gate.limit.burst, share, now)
+            at = bucket.earliest_ms(gate.limit, now)
+            if seen.contended and not seen.allows(at):
+                waits.append(math.ceil(seen.own_earliest_ms() - now))
+        return max(waits)
+
+    def _go_at(self, gates: Sequence[Gate], moment: float, share: Share | None) -> None:
         """Wait for the moment. A call later than tolerated (a slow `meanwhile` or reservation, a late wake-up)
         would reach the provider beside the calls reserved after it: it takes the next free moment instead, a
         few times at most (none soon: it goes late, as it is)."""
@@ -175,7 +207,7 @@ class Governor:
             self._sleep_until(moment)
             if self._clock() - moment <= tolerated:
                 return
-            again, _ = self._reserve(gates, _RESERVE_AGAIN_MS)
+            again, _, _ = self._reserve(gates, _RESERVE_AGAIN_MS, share=share)
             if again is None:
                 return
             moment = again
@@ -194,24 +226,70 @@ class Governor:
             if self._store.write({gate.name: after}, _expiry(after.due_ms, now, gate)):
                 return
 
-    def _reserve(self, gates: Sequence[Gate], budget_ms: int, lead_ms: float = 0.0) -> tuple[float | None, int]:
+    def _reserve(
+        self, gates: Sequence[Gate], budget_ms: int, lead_ms: float = 0.0, share: Share | None = None
+    ) -> Reservation:
         """The moment reserved (no sooner than `lead_ms` from now) and the ms until it; or None and the ms until
         the earliest one, when that is beyond the budget (or 1 when every race was lost)."""
         with self._reserving:
-            return self._reserve_racing(gates, budget_ms, lead_ms)
+            return self._reserve_racing(gates, budget_ms, lead_ms, share)
 
-    def _reserve_racing(self, gates: Sequence[Gate], budget_ms: int, lead_ms: float) -> tuple[float | None, int]:
+    def _reserve_racing(
+        self, gates: Sequence[Gate], budget_ms: int, lead_ms: float, share: Share | None
+    ) -> Reservation:
         for _ in range(_RACES):
             now = self._clock()
             buckets = {gate.name: self._store.read(gate.name) for gate in gates}
             at = max(now + lead_ms, *(buckets[gate.name].earliest_ms(gate.limit, now) for gate in gates))
+            shared = {
+                gate.name: SharedBucket(
+                    buckets[gate.name].claims,
+                    buckets[gate.name].interval_ms(gate.limit, now),
+                    gate.limit.burst,
+                    share,
+                    now,
+                )
+                for gate in gates
+                if gate.shared and share is not None
+            }
+            contended = any(seen.contended for seen in shared.values())
+            for name, seen in shared.items():
+                if seen.contended:
+                    self._contended_until[name] = now + ASKED_RECENTLY_MS
+            if contended:
+                if over := [seen.own_earliest_ms() for seen in shared.values() if not seen.allows(at)]:
+                    # Over its part while others ask: its worker is not held for its next moment (others need it)
+                    return Reservation(None, math.ceil(max(over) - now), worth_waiting=False)
+                ahead = lead_ms + max(seen.app_interval_ms for seen in shared.values())
+                if at - now > ahead:  # others ask too: no moment reserved far ahead of them, and they know we ask
+                    self._announce(buckets, shared, gates)
+                    return Reservation(None, math.ceil(at - now - ahead))
             wait = math.ceil(at - now) if at - now >= 1 else 0
             if wait > budget_ms:
-                return None, wait
+                if contended:
+                    self._announce(buckets, shared, gates)
+                return Reservation(None, wait)
             after = {gate.name: buckets[gate.name].taken(gate.limit, now, at) for gate in gates}
+            for name, seen in shared.items():
+                after[name] = replace(after[name], claims=seen.taken(at))
             if self._store.write(after, max(_expiry(after[gate.name].due_ms, now, gate) for gate in gates)):
-                return at, wait
-        return None, 1
+                return Reservation(at, wait)
+        return Reservation(None, 1)
+
+    def _announce(
+        self, buckets: Mapping[str, Bucket], shared: Mapping[str, SharedBucket], gates: Sequence[Gate]
+    ) -> None:
+        """A sharer that waits for contention records that it asked (SharedBucket.asked says when), so the others
+        make room for it; a lost race is no matter, the winner's write was an ask too."""
+        asked = {
+            name: replace(buckets[name], claims=claims)
+            for name, seen in shared.items()
+            if (claims := seen.asked()) is not None
+        }
+        if asked:
+            now = self._clock()
+            by_name = {gate.name: gate for gate in gates}
+            self._store.write(asked, max(_expiry(b.due_ms, now, by_name[name]) for name, b in asked.items()))
 
 
 def _tolerated_lateness_ms(gates: Sequence[Gate]) -> float:

@@ -27,6 +27,7 @@ class TenantRow(Model):
     feishu_secret_parameter = UnicodeAttribute(null=True)
     feishu_base_url = UnicodeAttribute(null=True)
     updated_at_ms = IntAttribute()
+    share_weight = IntAttribute(null=True)  # absent: 1
 
     def tenant(self) -> Tenant:
         im = (
@@ -41,7 +42,15 @@ class TenantRow(Model):
             if self.feishu_app_id
             else None
         )
-        return Tenant(self.app_code, self.display_name or "", bool(self.enabled), im, feishu, self.updated_at_ms)
+        return Tenant(
+            self.app_code,
+            self.display_name or "",
+            bool(self.enabled),
+            im,
+            feishu,
+            self.updated_at_ms,
+            self.share_weight or 1,
+        )
 
 
 class DynamoTenantStore:
@@ -68,6 +77,7 @@ class DynamoTenantStore:
             feishu_secret_parameter=feishu.secret_parameter if feishu else None,
             feishu_base_url=(feishu.base_url or None) if feishu else None,
             updated_at_ms=tenant.updated_at_ms,
+            share_weight=None if tenant.weight == 1 else tenant.weight,
         ).save()
 
     def all(self) -> list[Tenant]:

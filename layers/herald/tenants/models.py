@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from herald.auth.service_keys import validate_app_code
+from herald.auth.service_keys import validate_app_code, validate_weight
 from herald.errors import InvalidArgument, PermissionDenied
 
 MAX_DISPLAY_NAME = 64
@@ -74,6 +74,7 @@ class Tenant:
     tencent_im: TencentImApp | None = None  # None: the stack's app
     feishu: FeishuApp | None = None  # None: the stack's app
     updated_at_ms: int = 0
+    weight: int = 1  # its weight in a provider app it shares with other tenants (herald.limits.shares)
 
     def admit(self) -> None:
         if not self.enabled:
@@ -89,6 +90,7 @@ class Tenant:
             "app_code": self.app_code,
             "display_name": self.display_name,
             "enabled": self.enabled,
+            "weight": self.weight,
             "tencent_im": (
                 {
                     "sdk_app_id": im.sdk_app_id,
@@ -182,7 +184,9 @@ class TenantRules:
         feishu: FeishuApp | None,
         now: int,
         enabled: bool = True,
+        weight: int = 1,
     ) -> Tenant:
         if len(display_name) > MAX_DISPLAY_NAME or not display_name.isprintable():
             raise InvalidArgument(f"a display name is at most {MAX_DISPLAY_NAME} printable characters")
-        return Tenant(validate_app_code(app_code), display_name, enabled, tencent_im, feishu, now)
+        validate_weight(weight, "a tenant's --weight")
+        return Tenant(validate_app_code(app_code), display_name, enabled, tencent_im, feishu, now, weight)

@@ -73,12 +73,24 @@ class Tenants:
 
     # ------------------------------------------------------------------ operators
     def set(
-        self, app_code: str, display_name: str, tencent_im: TencentImApp | None, feishu: FeishuApp | None
+        self,
+        app_code: str,
+        display_name: str,
+        tencent_im: TencentImApp | None,
+        feishu: FeishuApp | None,
+        weight: int | None = None,
     ) -> Tenant:
-        """Register a tenant, or replace its registration (its providers as given now; enabled as it was)."""
+        """Register a tenant, or replace its registration (its providers as given now; enabled as it was, and its
+        weight unless one is given)."""
         existing = self._store.get(app_code)
         tenant = self._rules.tenant(
-            app_code, display_name, tencent_im, feishu, self._clock(), enabled=existing.enabled if existing else True
+            app_code,
+            display_name,
+            tencent_im,
+            feishu,
+            self._clock(),
+            enabled=existing.enabled if existing else True,
+            weight=weight if weight is not None else existing.weight if existing else 1,
         )
         self._store.put(tenant)
         return tenant

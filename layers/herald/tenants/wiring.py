@@ -7,6 +7,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from herald.container import Container, part
+from herald.limits.shares import RegisteredShares, Unshared
 from herald.tenants.dynamo import DynamoTenantStore
 from herald.tenants.models import Tenant, TenantPaused, TenantRules
 from herald.tenants.service import NoRegistry, Tenants, TenantStore
@@ -29,6 +30,20 @@ def tenants(c: Container) -> Tenants:
         clock=c.clock,
         cache_ms=settings.tenant_cache_seconds * 1000,
     )
+
+
+@part
+def shares(c: Container) -> RegisteredShares | Unshared:
+    """Whose each call to a shared provider app is: its service's and its tenant's weights (the tenant's read
+    through the registry's cache)."""
+    if not c.settings.provider_app_fair_share:
+        return Unshared()
+
+    def tenant_weight(app_code: str) -> int:
+        tenant = tenants(c).find(app_code)
+        return tenant.weight if tenant is not None else 1
+
+    return RegisteredShares(tenant_weight)
 
 
 class PerTenant(Generic[A, T]):
