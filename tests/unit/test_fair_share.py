@@ -228,3 +228,18 @@ def test_a_sharers_part_is_looked_at_before_its_work_only_once_this_instance_saw
     assert 8 * interval <= governor.over_part_ms(APP, a) <= 10 * interval  # a tenth of the app: its next is far
     assert store.reads > 3
     assert governor.over_part_ms(APP, b) == 0
+
+
+def test_a_late_call_of_a_sharer_over_its_part_takes_the_apps_next_moment_instead_of_going_as_it_is(
+    clock: FakeClock,
+) -> None:
+    """Found by delivery_at_limits (d): a call whose last step made it late asked for its next moment again with
+    its share; over its part, it got none and went as it was, beside the moment the app's bucket still offered to
+    the next caller: two calls at once, over the app's pace. It takes the app's next free moment instead."""
+    store = InMemoryBucketStore()
+    store.buckets[APP[0].name] = Bucket(claims={"t1/b": Claim(9, 1, clock.now + 60_000, clock.now)})
+    governor = Governor(store, clock, clock.sleep)
+    assert governor.take(APP, lambda: 5_000, lambda: clock.advance(200), Share.of("t1", "a")) == 0  # 200 ms late
+    went_at = clock.now
+    assert store.read(APP[0].name).due_ms == pytest.approx(went_at + 1000 / RATE, abs=1)  # counted where it went
+    assert Governor(store, clock).take(APP, share=Share.of("t2", "c")) > 0  # no second call at the same moment

@@ -180,7 +180,7 @@ class Governor:
         meanwhile()
         took = min(_MOST_LEAD_MS, self._clock() - reserved_at)
         self._lead_ms += _LEAD_WEIGHT * (took - self._lead_ms)
-        self._go_at(paced, moment, share)
+        self._go_at(paced, moment)
         return 0
 
     def over_part_ms(self, gates: Sequence[Gate], share: Share) -> int:
@@ -198,16 +198,18 @@ class Governor:
                 waits.append(math.ceil(seen.own_earliest_ms() - now))
         return max(waits)
 
-    def _go_at(self, gates: Sequence[Gate], moment: float, share: Share | None) -> None:
+    def _go_at(self, gates: Sequence[Gate], moment: float) -> None:
         """Wait for the moment. A call later than tolerated (a slow `meanwhile` or reservation, a late wake-up)
         would reach the provider beside the calls reserved after it: it takes the next free moment instead, a
-        few times at most (none soon: it goes late, as it is)."""
+        few times at most (none soon: it goes late, as it is). The next free moment, whatever the call's part of a
+        shared app: its part was spent on the moment it missed, and a late call let go as it is would be one more
+        than the app's pace."""
         tolerated = _tolerated_lateness_ms(gates)
         for _ in range(_LATE_RESERVATIONS):
             self._sleep_until(moment)
             if self._clock() - moment <= tolerated:
                 return
-            again, _, _ = self._reserve(gates, _RESERVE_AGAIN_MS, share=share)
+            again, _, _ = self._reserve(gates, _RESERVE_AGAIN_MS)  # its part was spent on the moment it missed
             if again is None:
                 return
             moment = again
