@@ -14,6 +14,9 @@ a tenant's part is split between its services by theirs. Three rules make that a
   newcomer's call waits a couple of intervals, never behind a second of someone else's reservations;
 - a sharer refused for contention says it asked (one write, only then), so the others make room at once.
 
+A sharer over its part is not given a worker to wait in: the governor says so at once, and a job is looked at
+before its claim (`Governor.over_part_ms`), so work bouncing off its part writes nothing.
+
 Alone, a sharer gets the whole app and costs nothing more: its claim rides in the write the call makes anyway."""
 
 from __future__ import annotations
@@ -147,7 +150,8 @@ class EqualShares:
 
 
 class Unshared:
-    """No fair share: calls are let through in the order they ask (the bench's `--no-fair-share` baseline)."""
+    """No fair share: calls are let through in the order they ask (`HERALD_PROVIDER_APP_FAIR_SHARE=false`: the
+    baseline delivery_at_limits (d) measures against)."""
 
     def of(self, tenant: str | None, service_id: str, weight: int = 1) -> None:
         return None
