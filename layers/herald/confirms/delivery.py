@@ -258,8 +258,9 @@ class ConfirmDelivery:
         times, before the push goes back to the queue untried."""
         if self._pace is None:
             return call()
+        share = self._shares.of_tenant(tenant)
         for _ in range(THROTTLED_TRIES):
-            if wait := self._pace.wait(api, budgets.spare_ms, self._shares.of_tenant(tenant)):
+            if wait := self._pace.wait(api, budgets.spare_ms, share):
                 raise DeliveryPaced(f"Tencent IM {api}: the next call is {wait} ms away", wait)
             try:
                 return call()

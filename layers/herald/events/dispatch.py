@@ -31,9 +31,9 @@ from herald.events.jobs import Job, JobStatus, StaleJob
 from herald.events.models import Lane
 from herald.events.nudges import Nudge
 from herald.events.policy import DispatchPolicy, superseded_run, wait_until_due
-from herald.events.ports import DispatchStore, Shares, TargetPolicy
+from herald.events.ports import Budget, DispatchStore, Shares, TargetPolicy
 from herald.events.records import Outcome, ProviderCall, Resolution, resolution
-from herald.limits.shares import EqualShares
+from herald.limits.shares import EqualShares, Share
 
 OPERATOR_DECIDES = "an operator decides"
 COALESCE_WINDOW = 50  # how far behind a card's revision Herald looks for a newer one of the same card
@@ -120,13 +120,14 @@ class EventDispatcher:
         tenant_app = self._apps.current(job.tenant, job.service_id)  # before the claim: a paused tenant waits
         if wait := tenant_app.circuit.wait_ms():  # before the claim: an attempt its app refuses writes nothing
             raise NotYet(f"job {job.job_id} waits for Feishu app {tenant_app.app_id} (its circuit)", wait, job.tenant)
-        if wait := tenant_app.pace.over_part_ms(self._shares.of(job.tenant, job.service_id, scope.weight)):
+        share = self._shares.of(job.tenant, job.service_id, scope.weight)  # once an attempt: its tenant's weight read
+        if wait := tenant_app.pace.over_part_ms(share):
             retry = self._policy.over_part_retry(wait, secrets.randbelow(1_000))
             raise NotYet(f"job {job.job_id} waits for its part of Feishu app {tenant_app.app_id}", retry, job.tenant)
         if (
             settling
             and job.event.target.key in scope.targets
-            and (wait := self._paced(tenant_app, job, scope, remaining_ms))
+            and (wait := self._paced(tenant_app, job, share, remaining_ms))
         ):
             return PaceWait(wait)
         claimed = self._claim(job, self._clock())
@@ -134,7 +135,7 @@ class EventDispatcher:
             return Step.AGAIN
         if settling:
             return self._settle(claimed, scope.targets, tenant_app)
-        return self._deliver(claimed, scope, remaining_ms, tenant_app)
+        return self._deliver(claimed, scope.targets, share, remaining_ms, tenant_app)
 
     def _next_unfinished(self, lane: str, done: int) -> Job | None:
         """The lane's lowest unfinished job after `done` (None when caught up). The cursor moves past jobs
@@ -177,7 +178,7 @@ class EventDispatcher:
         self,
         app: FeishuLink,
         job: Job,
-        scope: DeliveryScope,
+        share: Share | None,
         remaining_ms: Callable[[], int],
         meanwhile: Callable[[], object] = lambda: None,
     ) -> int:
@@ -185,7 +186,6 @@ class EventDispatcher:
         allowed, a second at most: a worker does not sleep for pace): 0; or the ms it is away (then `meanwhile`
         did not run)."""
         budget = lambda: min(PACE_SLEEP_MOST_MS, remaining_ms() - self._policy.reserve_ms)  # noqa: E731
-        share = self._shares.of(job.tenant, job.service_id, scope.weight)
         return app.pace.wait(job.event.target, budget, meanwhile, share)
 
     def _pending_calls(self) -> list[ProviderCall]:
@@ -223,11 +223,11 @@ class EventDispatcher:
             return None
 
     def _deliver(
-        self, job: Job, scope: DeliveryScope, remaining_ms: Callable[[], int], tenant_app: FeishuLink
+        self, job: Job, allowed: frozenset[str], share: Share | None, remaining_ms: Budget, tenant_app: FeishuLink
     ) -> Step | PaceWait:
         """One attempt of the head job: AGAIN when Feishu's rate limit refused it (back in the queue, its attempt
         given back); PaceWait when its call's moment is further away than the worker's time."""
-        if job.event.target.key not in scope.targets:
+        if job.event.target.key not in allowed:
             return self._complete(job, JobStatus.REJECTED, Outcome.TARGET_NOT_ALLOWED, "", None)
         plan = self._cards.plan(job, tenant_app)
         current, decision = plan.current, plan.decision
@@ -241,7 +241,7 @@ class EventDispatcher:
         except DeliveryError as exc:
             return self._not_done(job, exc, plan.first_call)
         marked: list[Job] = []  # while its moment is waited for: only waking up comes between it and the call
-        if wait := self._paced(plan.first_call, job, scope, remaining_ms, lambda: self._mark(job, marked)):  # untried
+        if wait := self._paced(plan.first_call, job, share, remaining_ms, lambda: self._mark(job, marked)):  # untried
             self._commit(job, job.throttled("waits for Feishu's pace (Herald's own limits)"), self._clock())
             return PaceWait(wait)
         job = marked[0]

@@ -192,8 +192,7 @@ class Governor:
         waits = [0]
         for gate in watched:
             bucket = self._store.read(gate.name)
-            seen = SharedBucket(bucket.claims, bucket.interval_ms(gate.limit, now), gate.limit.burst, share, now)
-            at = bucket.earliest_ms(gate.limit, now)
+            seen, at = _shared(bucket, gate, share, now), bucket.earliest_ms(gate.limit, now)
             if seen.contended and not seen.allows(at):
                 waits.append(math.ceil(seen.own_earliest_ms() - now))
         return max(waits)
@@ -244,13 +243,7 @@ class Governor:
             buckets = {gate.name: self._store.read(gate.name) for gate in gates}
             at = max(now + lead_ms, *(buckets[gate.name].earliest_ms(gate.limit, now) for gate in gates))
             shared = {
-                gate.name: SharedBucket(
-                    buckets[gate.name].claims,
-                    buckets[gate.name].interval_ms(gate.limit, now),
-                    gate.limit.burst,
-                    share,
-                    now,
-                )
+                gate.name: _shared(buckets[gate.name], gate, share, now)
                 for gate in gates
                 if gate.shared and share is not None
             }
@@ -292,6 +285,11 @@ class Governor:
             now = self._clock()
             by_name = {gate.name: gate for gate in gates}
             self._store.write(asked, max(_expiry(b.due_ms, now, by_name[name]) for name, b in asked.items()))
+
+
+def _shared(bucket: Bucket, gate: Gate, share: Share, now: int) -> SharedBucket:
+    """A shared gate's bucket as `share` sees it now."""
+    return SharedBucket(bucket.claims, bucket.interval_ms(gate.limit, now), gate.limit.burst, share, now)
 
 
 def _tolerated_lateness_ms(gates: Sequence[Gate]) -> float:
