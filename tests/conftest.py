@@ -32,6 +32,10 @@ TEST_ENV = {
     "HERALD_EVENTS_TABLE": "test-ExternalEventsTable",
     "HERALD_EVENTS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsQueue.fifo",
     "HERALD_EVENTS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsDeadLetters.fifo",
+    "HERALD_EVENTS_WAITING_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsWaitingQueue.fifo",
+    "HERALD_EVENTS_WAITING_DLQ_URL": (
+        "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventsWaitingDeadLetters.fifo"
+    ),
     "HERALD_EVENT_WEBHOOKS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventWebhooksQueue.fifo",
     "HERALD_EVENT_WEBHOOKS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-EventWebhooksDeadLetters.fifo",
     "HERALD_TURNS_TABLE": "test-TurnsTable",

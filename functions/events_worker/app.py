@@ -1,4 +1,5 @@
-"""Events dispatch queue -> each service's jobs, in receive order, as Feishu cards."""
+"""Events dispatch queue (new work) and waiting queue (lanes crowded out) -> each service's jobs, in receive
+order, as Feishu cards."""
 
 from herald.coldstart import permanent_imports
 
@@ -10,18 +11,19 @@ with permanent_imports():
     from herald.container import current
     from herald.events.handlers import on_dispatch
     from herald.observability import logger, metrics
-    from herald.workers import process_fifo
+    from herald.workers import from_queue, process_fifo
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = current().settings
+    waiting = from_queue(event, settings.events_waiting_queue_url)  # a batch is one mapping's: one queue's
     return process_fifo(
         event,
         context,
-        lambda record: on_dispatch(record, context.get_remaining_time_in_millis),
-        queue_url=settings.events_queue_url,
-        dead_letter_queue_url=settings.events_dlq_url,
-        lag_metric="EventsQueueLag",
+        lambda record: on_dispatch(record, context.get_remaining_time_in_millis, waiting),
+        queue_url=settings.events_waiting_queue_url if waiting else settings.events_queue_url,
+        dead_letter_queue_url=settings.events_waiting_dlq_url if waiting else settings.events_dlq_url,
+        lag_metric="EventsWaitingQueueLag" if waiting else "EventsQueueLag",
     )

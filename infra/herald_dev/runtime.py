@@ -68,14 +68,14 @@ DEFAULT_INSTANCES = 4  # a function's instances on one machine when nothing in t
 
 def _concurrency(stack: StackTemplate, props: dict[str, Any]) -> int:
     """How many instances of a function may run at once: its reserved concurrency when it has one, else as many
-    as its busiest SQS mapping may invoke (`ScalingConfig.MaximumConcurrency`, which Lambda honours), at least
-    DEFAULT_INSTANCES."""
+    as its SQS mappings may invoke together (each mapping's `ScalingConfig.MaximumConcurrency`, which Lambda honours
+    for that mapping alone), at least DEFAULT_INSTANCES."""
     reserved = props.get("ReservedConcurrentExecutions")
     if reserved is not None:
         return int(stack.resolve(reserved)) or 1
     mappings = [stack.resolve(event.get("Properties", {})) for event in props.get("Events", {}).values()]
     scaling = [int(m.get("ScalingConfig", {}).get("MaximumConcurrency", 0)) for m in mappings if isinstance(m, dict)]
-    return max([DEFAULT_INSTANCES, *scaling])
+    return max(DEFAULT_INSTANCES, sum(scaling))
 
 
 @dataclass

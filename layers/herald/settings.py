@@ -44,6 +44,8 @@ class Settings:
     events_table: str
     events_queue_url: str
     events_dlq_url: str
+    events_waiting_queue_url: str  # lanes crowded out wait here, not in front of new work (herald.events.handlers)
+    events_waiting_dlq_url: str
     event_webhooks_queue_url: str  # partners' status webhooks: the notices to post
     event_webhooks_dlq_url: str
     turns_table: str

@@ -93,6 +93,14 @@ def process_stream(event: dict[str, Any], context: Any, handle: StreamHandler) -
     return _failures([])
 
 
+def from_queue(event: Mapping[str, Any], queue_url: str) -> bool:
+    """Whether the batch came from the queue at `queue_url` (a function mapped to two queues; a queue's ARN ends
+    with its name, as its URL does)."""
+    records = event.get("Records") or [{}]
+    source = str(records[0].get("eventSourceARN", ""))
+    return bool(source) and source.rsplit(":", 1)[-1] == queue_url.rstrip("/").rsplit("/", 1)[-1]
+
+
 def backoff_seconds(receive_count: int) -> int:
     return int(min(2**receive_count, MAX_BACKOFF_SECONDS))
 

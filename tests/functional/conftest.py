@@ -96,6 +96,8 @@ def events(aws: StackTemplate, feishu: FakeFeishu) -> EventsPipeline:
     reconfigure(
         events_queue_url=aws.resolve({"Ref": "EventsQueue"}),
         events_dlq_url=aws.resolve({"Ref": "EventsDeadLetters"}),
+        events_waiting_queue_url=aws.resolve({"Ref": "EventsWaitingQueue"}),
+        events_waiting_dlq_url=aws.resolve({"Ref": "EventsWaitingDeadLetters"}),
         event_webhooks_queue_url=aws.resolve({"Ref": "EventWebhooksQueue"}),
         event_webhooks_dlq_url=aws.resolve({"Ref": "EventWebhooksDeadLetters"}),
     )

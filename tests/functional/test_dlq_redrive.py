@@ -87,6 +87,7 @@ def test_template_names_every_dlq_and_its_source(aws: StackTemplate) -> None:
     found = {q.logical_id: (q.source_logical_id, q.kind) for q in dead_letter_queues(aws, urls)}
     assert found == {
         "EventsDeadLetters": ("EventsQueue", "queue"),
+        "EventsWaitingDeadLetters": ("EventsWaitingQueue", "queue"),
         "EventWebhooksDeadLetters": ("EventWebhooksQueue", "queue"),
         "ImPushDeadLetters": ("ImPushQueue", "queue"),
         "TurnsDeadLetters": ("TurnsQueue", "queue"),

@@ -29,6 +29,8 @@ class EventsPipeline:
         self.queue_url = stack.resolve({"Ref": "EventsQueue"})
         self.queue_arn = stack.get_att("EventsQueue", "Arn")
         self.dlq_url = stack.resolve({"Ref": "EventsDeadLetters"})
+        self.waiting_url = stack.resolve({"Ref": "EventsWaitingQueue"})
+        self.waiting_arn = stack.get_att("EventsWaitingQueue", "Arn")
         self.sqs = boto3.client("sqs")
         self.received: list[dict[str, Any]] = []  # every dispatch message the worker was given
         self.notices: list[dict[str, Any]] = []  # every status notice the webhooks function was given
@@ -50,8 +52,11 @@ class EventsPipeline:
         return len(records)
 
     def pump_queue(self, visibility_timeout: int | None = None) -> int:
-        """One receive-invoke-delete round of the dispatch queue (batch size 1, as the template's mapping)."""
-        return self._pump(self.queue_url, self.queue_arn, self.worker, visibility_timeout, self.received)
+        """One receive-invoke-delete round of the dispatch queue, or else of the waiting queue (batch size 1, as
+        the template's mappings)."""
+        return self._pump(self.queue_url, self.queue_arn, self.worker, visibility_timeout, self.received) or self._pump(
+            self.waiting_url, self.waiting_arn, self.worker, visibility_timeout, self.received
+        )
 
     def pump_notices(self) -> int:
         """One round of the status webhooks queue: a notice posted (or handed back for later)."""

@@ -220,14 +220,33 @@ def test_a_sharers_part_is_looked_at_before_its_work_only_once_this_instance_saw
     store = CountingStore()
     governor = Governor(store, clock, clock.sleep)
     a, b = Share.of("t1", "a"), Share.of("t1", "b", weight=9)
-    assert governor.over_part_ms(APP, a) == 0 and store.reads == 0
+    assert governor.look(APP, 10_000, a) == (0, False) and store.reads == 0
     assert governor.take(APP, share=b) == 0
     assert governor.take(APP, lambda: 1_000, share=a) == 0  # a's first: it met b
     assert governor.take(APP, lambda: 1_000, share=b) == 0  # b keeps asking: its part is in use
     interval = 1000 / RATE
-    assert 8 * interval <= governor.over_part_ms(APP, a) <= 10 * interval  # a tenth of the app: its next is far
+    wait, over_part = governor.look(APP, 10_000, a)
+    assert over_part and 8 * interval <= wait <= 10 * interval  # a tenth of the app: its next is far
     assert store.reads > 3
-    assert governor.over_part_ms(APP, b) == 0
+    assert governor.look(APP, 10_000, b) == (0, False)
+
+
+def test_a_call_that_found_no_moment_in_its_time_makes_the_next_look_before_a_claim_say_how_far_the_app_is(
+    clock: FakeClock,
+) -> None:
+    """Issue 47, item 2 (d): a backlog's lanes each claimed their job, found the app's next moment beyond their
+    worker's time, and wrote the claim back: two writes and two stream records for nothing, each time they came
+    back. Once this instance saw the app crowded, the look before a claim reads it and says so, and a call that
+    could go is let on."""
+    store = CountingStore()
+    governor = Governor(store, clock, clock.sleep)
+    assert governor.take(APP, lambda: 1_000) == 0  # the app's moment now taken
+    assert governor.look(APP, 0) == (0, False) and store.reads == 1  # nothing seen crowded: no read
+    assert governor.take(APP, lambda: 0) > 0  # the app's next moment is beyond this call's time
+    reads = store.reads
+    wait, over_part = governor.look(APP, 0)
+    assert wait > 0 and not over_part and store.reads == reads + 1
+    assert governor.look(APP, 10_000) == (0, False)  # within a caller's longer time: on to its claim
 
 
 def test_a_late_call_of_a_sharer_over_its_part_takes_the_apps_next_moment_instead_of_going_as_it_is(

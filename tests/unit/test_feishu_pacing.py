@@ -12,7 +12,7 @@ import pytest
 
 from herald.events.apps import OneApp
 from herald.events.dispatch import EventDispatcher
-from herald.events.drained import DrainResult
+from herald.events.drained import NEW_WORK_PACE_SLEEP_MOST_MS, DrainResult
 from herald.events.jobs import Job, JobStatus
 from herald.events.models import Card, ExternalEvent
 from herald.events.nudges import Nudge
@@ -244,9 +244,8 @@ def test_a_lane_over_its_part_of_a_shared_app_goes_back_to_its_queue_before_its_
 ) -> None:
     """Issue 47, item 2: while another service asks for the same app with nine times its weight, this service's
     next call is ten of the app's intervals after its last; a drain before then is told so before it claims the
-    job (no write, no stream record: a partner's backlog bouncing off its part costs reads only), and comes back
-    in 3 to 4 s, not every second: the service's other lanes ask meanwhile, and a message back every second would
-    keep other services' work behind it in the queue."""
+    job (no write, no stream record: a partner's backlog bouncing off its part costs reads only), saying so: how
+    long its queue keeps it away is the handler's (tests/unit/test_waiting_lanes.py)."""
     gate = "feishu:cli_app:s"
     now = herald.clock.now
     herald.pace_store.buckets[gate] = Bucket(claims={"/other": Claim(9, 1, now + 10_000, now)})
@@ -257,5 +256,33 @@ def test_a_lane_over_its_part_of_a_shared_app_goes_back_to_its_queue_before_its_
     second = herald.store.job("svc", 2)
     drained = herald.dispatcher.drain("svc", lambda: 600_000)
     assert drained.result is DrainResult.WAITING and "its part of Feishu app" in drained.reason
-    assert 3_000 <= drained.retry_in_ms < 4_000  # not before 3 s (its other lanes ask too), spread over a second
+    assert drained.crowded and drained.first_back_ms == 3_000  # it stays away at least 3 s, longer each time
+    assert 0 < drained.retry_in_ms <= 10 * 125  # its part's next moment: ten app intervals
     assert herald.store.job("svc", 2) == second  # not claimed: nothing written
+
+
+def test_new_work_leaves_a_moment_the_waiting_queue_sleeps_for_and_on_its_next_look_writes_nothing(
+    herald: Herald,
+) -> None:
+    """Issue 47, item 2 (d): the events queue's workers sleep at most NEW_WORK_PACE_SLEEP_MOST_MS for a call's moment
+    (they are there for new work); a lane whose moment is further is crowded out (to the waiting queue, whose worker
+    sleeps for it), and once this instance saw the app crowded, the next look before a claim says so writing nothing
+    (a backlog's lanes had each written a claim and its undoing every time they came back)."""
+    new_work = EventDispatcher(
+        herald.store,
+        FixedTargets(ALLOWED),
+        OneApp(herald.feishu, herald.pace),
+        DispatchPolicy(reserve_ms=0, max_attempts=2, pace_sleep_most_ms=NEW_WORK_PACE_SLEEP_MOST_MS),
+        nudge=herald.nudges.append,
+        clock=herald.clock,
+    )
+    herald.pace_store.buckets["feishu:cli_app:s"] = Bucket(due_ms=herald.clock.now + 800)  # the app's next: 800 ms
+    herald.post(1)
+    first = new_work.drain("svc", lambda: 600_000)
+    assert first.result is DrainResult.WAITING and first.crowded and herald.feishu.calls == []
+    before = herald.store.job("svc", 1)
+    second = new_work.drain("svc", lambda: 600_000)
+    assert second.crowded and herald.store.job("svc", 1) == before  # looked at before its claim: nothing written
+    assert herald.clock.slept_ms == 0
+    assert herald.dispatcher.drain("svc", lambda: 600_000).result is DrainResult.CAUGHT_UP  # the waiting queue's
+    assert 0 < herald.clock.slept_ms <= 800 and len(herald.feishu.calls) == 1

@@ -113,12 +113,13 @@ def test_a_customer_key_encrypts_every_table_and_queue_and_every_function_may_us
     assert roles == {f"{function}Role" for function in stack.of_type("AWS::Serverless::Function")}
 
 
-def test_the_local_cloud_runs_as_many_instances_of_a_function_as_its_queues_mapping_may_invoke() -> None:
-    """Lambda invokes an SQS-mapped function up to its `ScalingConfig.MaximumConcurrency`: the events worker's
-    ten lanes at once, not the local default of four."""
+def test_the_local_cloud_runs_as_many_instances_of_a_function_as_its_queues_mappings_may_invoke() -> None:
+    """Lambda invokes an SQS-mapped function up to each mapping's `ScalingConfig.MaximumConcurrency`: the events
+    worker's ten lanes of new work and ten crowded-out lanes at once, not the local default of four (nor ten in
+    all: the waiting queue's lanes, sleeping for their moments, held every instance the new work needed)."""
     from herald_dev.runtime import DEFAULT_INSTANCES, LocalFunction
 
     stack = StackTemplate(load_template(REPO / "template.yaml"), stack_name="t")
     events_worker = LocalFunction.from_template(stack, "EventsWorkerFunction", REPO)
-    assert events_worker.max_instances == 10
+    assert events_worker.max_instances == 20
     assert LocalFunction.from_template(stack, "HealthGaugesFunction", REPO).max_instances == DEFAULT_INSTANCES

@@ -57,7 +57,12 @@ def queue_property(stack: StackTemplate, queue: str, name: str) -> Any:
 
 def test_every_queue_hides_a_message_six_times_as_long_as_its_consumer_may_run(stack: StackTemplate) -> None:
     consumers = sqs_consumers(stack)
-    assert {queue for _, queue, _ in consumers} == {"ImPushQueue", "EventsQueue", "EventWebhooksQueue"}
+    assert {queue for _, queue, _ in consumers} == {
+        "ImPushQueue",
+        "EventsQueue",
+        "EventsWaitingQueue",
+        "EventWebhooksQueue",
+    }
     for function, queue, _ in consumers:
         visibility_ms = int(queue_property(stack, queue, "VisibilityTimeout")) * 1000
         assert visibility_ms >= budgets.VISIBILITY_PER_FUNCTION_TIMEOUT * timeout_ms(stack, function), (function, queue)

@@ -3,6 +3,7 @@ blocked or stuck, and the operator's acts on it (peek, plan, redrive; resolve a 
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -13,22 +14,16 @@ from herald_ops.stack import Stack
 
 def operate_routes(stack: Stack) -> APIRouter:
     router = APIRouter()
-    router.include_router(_dead_letter_routes(stack))
+    reading = threading.Lock()  # the page's poll and an operator's click never read the DLQs at once
+    router.include_router(_dead_letter_routes(stack, reading))
 
     @router.get("/console/operate")
     def operate() -> dict[str, Any]:
         """Polled: each DLQ's depth from its attributes, and the oldest message's age from a peek (which
-        puts what it read back at once) only where there is something to see."""
-        from herald_ops.dlq import depth, describe
-
+        puts what it read back at once) only where there is something to see and no click is reading it."""
         sqs, now = stack.client("sqs"), _now_ms()
-        dlqs = []
-        for queue in views.dead_letter_queues(stack):
-            empty = {"dlq": queue.logical_id, "kind": queue.kind, "source": queue.source_logical_id, "depth": 0}
-            row = describe(sqs, queue, now, wait_s=0) if depth(sqs, queue.url) else empty
-            dlqs.append({**row, "redrivable": queue.redrivable})
         return {
-            "dlqs": dlqs,
+            "dlqs": [_dead_letter_row(sqs, queue, now, reading) for queue in views.dead_letter_queues(stack)],
             "blocked": views.blocked_services(stack),
             "stuck": views.stuck_confirms(stack, grace_s=0),
             "tenants": views.tenants(stack),
@@ -63,28 +58,48 @@ def operate_routes(stack: Stack) -> APIRouter:
     return router
 
 
-def _dead_letter_routes(stack: Stack) -> APIRouter:
+def _dead_letter_routes(stack: Stack, reading: threading.Lock) -> APIRouter:
+    """A peek, plan or redrive reads a DLQ's messages by holding them: it waits for the page's poll, which
+    holds them too for a moment (a read while another holds them sees an empty queue)."""
     router = APIRouter()
 
     @router.post("/console/dlq/{name}/{step}")
     def dlq(name: str, step: str, confirm: str = Body("", embed=True)) -> Any:
-        from herald_ops.dlq import Journal, Redrive, describe, peek, peeked_view, plan
-
-        queues = [q for q in views.dead_letter_queues(stack) if q.logical_id == name]
-        if not queues:
-            raise HTTPException(404, "no such dead-letter queue")
-        queue, sqs = queues[0], stack.client("sqs")
-        if step == "peek":
-            messages = [peeked_view(m) for m in peek(sqs, queue, 10, wait_s=0).messages]
-            return {**describe(sqs, queue, _now_ms(), wait_s=0), "messages": messages}
-        if step == "plan":
-            return plan(sqs, queue, 1000, wait_s=0)
-        if step == "redrive" and queue.redrivable and confirm == name:
-            journal = Journal.open(views.journal_path(stack, name))
-            return Redrive(sqs, queue, journal, rate_per_s=10.0, visibility_s=60, wait_s=0).run(1000).as_dict()
-        raise HTTPException(400, "peek, plan, or redrive with {'confirm': <the DLQ's name>}")
+        with reading:
+            return _dead_letter_step(stack, name, step, confirm)
 
     return router
+
+
+def _dead_letter_row(sqs: Any, queue: Any, now_ms: int, reading: threading.Lock) -> dict[str, Any]:
+    from herald_ops.dlq import depth, describe
+
+    count = depth(sqs, queue.url)
+    row = {"dlq": queue.logical_id, "kind": queue.kind, "source": queue.source_logical_id, "depth": count}
+    if count and reading.acquire(blocking=False):  # else an operator's click reads it now: its depth alone
+        try:
+            row = describe(sqs, queue, now_ms, wait_s=0)
+        finally:
+            reading.release()
+    return {**row, "redrivable": queue.redrivable}
+
+
+def _dead_letter_step(stack: Stack, name: str, step: str, confirm: str) -> Any:
+    from herald_ops.dlq import Journal, Redrive, describe, peek, peeked_view, plan
+
+    queues = [q for q in views.dead_letter_queues(stack) if q.logical_id == name]
+    if not queues:
+        raise HTTPException(404, "no such dead-letter queue")
+    queue, sqs = queues[0], stack.client("sqs")
+    if step == "peek":
+        messages = [peeked_view(m) for m in peek(sqs, queue, 10, wait_s=0).messages]
+        return {**describe(sqs, queue, _now_ms(), wait_s=0), "messages": messages}
+    if step == "plan":
+        return plan(sqs, queue, 1000, wait_s=0)
+    if step == "redrive" and queue.redrivable and confirm == name:
+        journal = Journal.open(views.journal_path(stack, name))
+        return Redrive(sqs, queue, journal, rate_per_s=10.0, visibility_s=60, wait_s=0).run(1000).as_dict()
+    raise HTTPException(400, "peek, plan, or redrive with {'confirm': <the DLQ's name>}")
 
 
 def _now_ms() -> int:

@@ -26,7 +26,7 @@ from herald.errors import DeliveryError
 from herald.events.apps import FeishuApps, FeishuLink
 from herald.events.card_calls import CardCalls
 from herald.events.cards import CardDecision, CardWrite
-from herald.events.drained import PACE_SLEEP_MOST_MS, Drained, DrainResult, NotYet, PaceWait, Step, Written
+from herald.events.drained import Drained, DrainResult, NotYet, PaceWait, Step, Written
 from herald.events.jobs import Job, JobStatus, StaleJob
 from herald.events.models import Lane
 from herald.events.nudges import Nudge
@@ -72,8 +72,8 @@ class EventDispatcher:
         scope = self._targets.delivery_scope(Lane.parse(lane).service_id)
         try:
             return Drained(self._run(lane, remaining_ms, scope))
-        except NotYet as waiting:
-            return Drained(DrainResult.WAITING, waiting.delay_ms, str(waiting), waiting.tenant)
+        except NotYet as out:
+            return Drained(DrainResult.WAITING, out.delay_ms, str(out), out.tenant, out.crowded, out.first_back_ms)
         except budgets.OutOfTime as out:
             return Drained(DrainResult.OUT_OF_TIME, reason=str(out))
 
@@ -103,7 +103,7 @@ class EventDispatcher:
             step = self._attempt(job, scope, remaining_ms)
             if isinstance(step, PaceWait):
                 if cursor == started_at:  # nothing done yet: the message comes back for the moment
-                    raise NotYet(f"job {job.job_id} waits {step.ms} ms for Feishu's pace", step.back_in_ms, job.tenant)
+                    raise self._policy.crowded_out(job, step.ms)
                 self._nudge(Nudge(lane, cursor, f"paced-{now}"))  # a fresh message waits on, in order
                 return DrainResult.PAUSED
             if step is Step.BLOCKS:
@@ -121,9 +121,9 @@ class EventDispatcher:
         if wait := tenant_app.circuit.wait_ms():  # before the claim: an attempt its app refuses writes nothing
             raise NotYet(f"job {job.job_id} waits for Feishu app {tenant_app.app_id} (its circuit)", wait, job.tenant)
         share = self._shares.of(job.tenant, job.service_id, scope.weight)  # once an attempt: its tenant's weight read
-        if wait := tenant_app.pace.over_part_ms(share):
-            retry = self._policy.over_part_retry(wait, secrets.randbelow(1_000))
-            raise NotYet(f"job {job.job_id} waits for its part of Feishu app {tenant_app.app_id}", retry, job.tenant)
+        look = tenant_app.pace.look(job.event.target, self._policy.pace_budget(remaining_ms()), share)
+        if look.wait_ms:  # crowded out (its app's moments taken, or over its part): back before its claim
+            raise self._policy.crowded_out(job, look.wait_ms, tenant_app.app_id if look.over_part else "")
         if (
             settling
             and job.event.target.key in scope.targets
@@ -185,8 +185,7 @@ class EventDispatcher:
         """The call's moment reserved in `app`'s pace, `meanwhile` run, the moment come (waited for while the time
         allowed, a second at most: a worker does not sleep for pace): 0; or the ms it is away (then `meanwhile`
         did not run)."""
-        budget = lambda: min(PACE_SLEEP_MOST_MS, remaining_ms() - self._policy.reserve_ms)  # noqa: E731
-        return app.pace.wait(job.event.target, budget, meanwhile, share)
+        return app.pace.wait(job.event.target, lambda: self._policy.pace_budget(remaining_ms()), meanwhile, share)
 
     def _pending_calls(self) -> list[ProviderCall]:
         if not hasattr(self._calls, "pending"):

@@ -10,12 +10,21 @@ from herald.events.records import Outcome
 
 
 class NotYet(Exception):
-    """The lane has work that cannot run now (a job of `tenant`); ask again after `delay_ms`."""
+    """The lane has work that cannot run now (a job of `tenant`); ask again after `delay_ms`.
 
-    def __init__(self, reason: str, delay_ms: int, tenant: str | None = "") -> None:
+    `crowded`: it waits on what others want too (its app's next moments, its service's part of a shared app): it
+    waits in the waiting queue, not in front of new work (herald.events.handlers). `first_back_ms` (over its part):
+    it stays away at least that long, longer each time it comes back still over its part
+    (`DispatchPolicy.crowded_retry`): a backlog's lanes coming back at once would take every worker in turn."""
+
+    def __init__(
+        self, reason: str, delay_ms: int, tenant: str | None = "", crowded: bool = False, first_back_ms: int = 0
+    ) -> None:
         super().__init__(reason)
         self.delay_ms = max(0, delay_ms)
         self.tenant = tenant or ""
+        self.crowded = crowded
+        self.first_back_ms = first_back_ms
 
 
 class DrainResult(StrEnum):
@@ -34,6 +43,8 @@ class Drained:
     retry_in_ms: int = 0
     reason: str = ""
     tenant: str = ""  # the tenant of the job a WAITING lane waits on
+    crowded: bool = False  # a WAITING lane waits on what others want too (see NotYet)
+    first_back_ms: int = 0  # ... over its part of a shared app: it stays away at least this long
 
 
 class Step(StrEnum):
@@ -45,6 +56,9 @@ class Step(StrEnum):
 
 
 PACE_SLEEP_MOST_MS = 1_000  # a call's moment further away: the message comes back for it instead
+# In the events queue (new work), a lane whose call's moment is further away than this is crowded out to the waiting
+# queue at once: that queue's workers stay free for new work (another partner's first card) instead of sleeping.
+NEW_WORK_PACE_SLEEP_MOST_MS = 600
 
 
 @dataclass(frozen=True)

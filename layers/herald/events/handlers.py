@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable
 
 from herald import budgets
@@ -11,7 +12,14 @@ from herald.events.drained import DrainResult
 from herald.events.nudges import Nudge, nudges_for
 from herald.events.rows import job_from_image
 from herald.events.webhooks.handlers import on_job_change
-from herald.events.wiring import dispatch_queue, dispatcher, events_janitor
+from herald.events.wiring import (
+    dispatch_queue,
+    dispatcher,
+    events_janitor,
+    new_work_dispatcher,
+    policy,
+    waiting_queue,
+)
 from herald.observability import count_for_tenant, logger
 from herald.tenants.models import TenantPaused, waiting_for_tenant_s
 from herald.workers import PermanentFailure, QueueMessage, RetryLater
@@ -32,24 +40,36 @@ def on_events_change(old: Image | None, new: Image | None) -> None:
     on_job_change(before, after)  # a status its partner's webhook may ask for
 
 
-def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int]) -> None:
-    """One lane's jobs, each delivered for the tenant recorded with it when it was accepted."""
+def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int], waiting: bool = False) -> None:
+    """One lane's jobs, each delivered for the tenant recorded with it when it was accepted. `waiting`: the record
+    came from the waiting queue, where lanes crowded out wait (their app's next moments taken, their service over
+    its part of a shared app); one crowded out in the events queue moves there, so new work (another partner's
+    first card) never waits behind a backlog's lanes coming back for their turn: SQS hands out a FIFO queue's
+    groups oldest first, and the backlog's are older."""
     try:
         lane = Nudge.lane_of(json.loads(record.body))
     except (ValueError, AttributeError) as exc:
         raise PermanentFailure(f"malformed dispatch message: {exc}") from exc
     try:
-        drained = dispatcher().drain(lane, remaining_ms)
+        drained = (dispatcher() if waiting else new_work_dispatcher()).drain(lane, remaining_ms)
     except TenantPaused as exc:  # a disabled tenant's lanes wait, untried, until it is enabled again
         raise RetryLater(str(exc), waiting_for_tenant_s(record.receive_count)) from exc
     if drained.result is DrainResult.WAITING:
         if drained.tenant:
             count_for_tenant("EventsRetriedByTenant", drained.tenant)
+        if drained.crowded and not waiting:
+            waiting_queue().publish(Nudge(lane, 0, f"crowded-{record.message_id}"))
+            logger.info("crowded-out lane moved to the waiting queue", lane=lane, reason=drained.reason)
+            return
         if record.receive_count >= FRESH_MESSAGE_AFTER_RECEIVES:  # this one is done; the fresh one waits on
-            dispatch_queue().publish(Nudge(lane, 0, f"waits-on-{record.message_id}"))
+            (waiting_queue() if waiting else dispatch_queue()).publish(Nudge(lane, 0, f"waits-on-{record.message_id}"))
             logger.info("lane waits on in a fresh message", lane=lane, receives=record.receive_count)
             return
-        raise RetryLater(drained.reason, drained.retry_in_ms / 1000)
+        back_in_ms = drained.retry_in_ms
+        if first_back := drained.first_back_ms:  # over its part: longer each time, spread over a third of the first
+            spread = secrets.randbelow(first_back // 3 + 1)
+            back_in_ms = policy().crowded_retry(back_in_ms, first_back, record.receive_count, spread)
+        raise RetryLater(drained.reason, back_in_ms / 1000)
     if drained.result is DrainResult.OUT_OF_TIME:
         raise budgets.OutOfTime(drained.reason)  # back in the queue at once, untried
     logger.info("lane drained", lane=lane, result=str(drained.result))

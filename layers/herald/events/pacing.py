@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from herald.events.models import Target
 from herald.events.ports import Budget, Meanwhile
-from herald.limits.governor import BucketLimit, Gate, Governor
+from herald.limits.governor import BucketLimit, Gate, Governor, Look
 from herald.limits.shares import Share
 
 
@@ -33,8 +33,8 @@ class FeishuPace:
     def wait(self, target: Target, budget_ms: Budget, meanwhile: Meanwhile, share: Share | None = None) -> int:
         return self._governor.take([*self._app_gates(), self._chat(target)], budget_ms, meanwhile, share)
 
-    def over_part_ms(self, share: Share | None) -> int:
-        return self._governor.over_part_ms(self._app_gates(), share) if share is not None else 0
+    def look(self, target: Target, budget_ms: int, share: Share | None = None) -> Look:
+        return self._governor.look([*self._app_gates(), self._chat(target)], budget_ms, share)
 
     def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:
         for gate in [self._chat(target)] if scope == "chat" else self._app_gates():
@@ -58,8 +58,8 @@ class Unpaced:
         meanwhile()
         return 0
 
-    def over_part_ms(self, share: Share | None) -> int:
-        return 0
+    def look(self, target: Target, budget_ms: int, share: Share | None = None) -> Look:
+        return Look()
 
     def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:
         return None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from herald import budgets
 from herald.clock import utc_text
-from herald.events.drained import NotYet
+from herald.events.drained import PACE_SLEEP_MOST_MS, NotYet, PaceWait
 from herald.events.jobs import Job, JobStatus
 
 MAX_BACKOFF_MS = 300_000
@@ -37,6 +37,9 @@ def superseded_run(head: Job, behind: Sequence[Job], now: int, expires_at_ms: in
     return run
 
 
+CROWDED_GROWTH = 1.5
+
+
 @dataclass(frozen=True)
 class DispatchPolicy:
     lease_ms: int = budgets.EVENTS_LEASE_MS
@@ -47,13 +50,30 @@ class DispatchPolicy:
     unknown_ttl_ms: int = 0  # 0: blocked jobs stay until an operator handles them
     settle_attempts: int = 6  # tries at settling an unknown job, before an operator decides
     send_dedup_window_ms: int = FEISHU_UUID_WINDOW_MS - UUID_WINDOW_MARGIN_MS
-    # A lane over its service's part of a shared app comes back no sooner than this, plus up to a second at random:
-    # its service's other lanes ask too, one of them takes the part's next moment, and messages coming back every
-    # second would keep other services' work behind them in the queue.
-    over_part_retry_ms: int = 3_000
+    # A lane over its service's part of a shared app stays away at least this long (its other lanes ask too, one of
+    # them takes the part's next moment), half as long again each time, at most the most (or its wait, if longer).
+    pace_sleep_most_ms: int = PACE_SLEEP_MOST_MS  # a worker sleeps for its call's moment at most this long
+    over_part_first_back_ms: int = 3_000
+    crowded_retry_most_ms: int = 20_000
 
-    def over_part_retry(self, wait_ms: int, spread_ms: int) -> int:
-        return max(wait_ms, self.over_part_retry_ms) + spread_ms
+    def pace_budget(self, remaining_ms: int) -> int:
+        """How long a worker may sleep for its call's moment, with `remaining_ms` of its invocation left."""
+        return min(self.pace_sleep_most_ms, remaining_ms - self.reserve_ms)
+
+    def crowded_out(self, job: Job, wait_ms: int, over_part_of: str = "") -> NotYet:
+        """The job's lane goes back to its queue, crowded out: its call has no moment of its app for `wait_ms`, or
+        its service is over its part of the shared app `over_part_of` for that long."""
+        if over_part_of:
+            reason = f"job {job.job_id} waits for its part of Feishu app {over_part_of}"
+            return NotYet(reason, wait_ms, job.tenant, crowded=True, first_back_ms=self.over_part_first_back_ms)
+        reason = f"job {job.job_id} waits {wait_ms} ms for Feishu's pace"
+        return NotYet(reason, PaceWait(wait_ms).back_in_ms, job.tenant, crowded=True)  # back for its moment
+
+    def crowded_retry(self, wait_ms: int, first_back_ms: int, receives: int, spread_ms: int) -> int:
+        """When a crowded-out lane comes back, its message received `receives`
+        times: half as late again each time, spread so that a backlog's lanes do not come back together."""
+        grown = first_back_ms * CROWDED_GROWTH ** max(0, receives - 1)
+        return int(max(wait_ms, min(grown, self.crowded_retry_most_ms))) + spread_ms
 
     def backoff_ms(self, attempts: int) -> int:
         return int(min(self.retry_base_ms * 2 ** max(0, attempts - 1), MAX_BACKOFF_MS))

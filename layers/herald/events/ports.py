@@ -10,6 +10,7 @@ from herald.auth.models import DeliveryScope
 from herald.events.cards import CardMessage, CardWrite
 from herald.events.jobs import Job
 from herald.events.models import Card, LaneHead, Target
+from herald.limits.governor import Look
 from herald.limits.shares import Share
 
 Budget = Callable[[], int]  # the ms a caller may still wait
@@ -71,8 +72,9 @@ class Pace(Protocol):
         `share`: whose call it is, in the app's fair share (None: none)."""
         ...
 
-    def over_part_ms(self, share: Share | None) -> int:
-        """How long until `share`'s part of the app allows its next call while others ask too (0: now)."""
+    def look(self, target: Target, budget_ms: int, share: Share | None = None) -> Look:
+        """Before a job is claimed: how long until a call to `target` could go, when beyond `budget_ms`, and
+        whether `share`'s part of the app is what holds it back (nothing to wait for: `Look()`)."""
         ...
 
     def refused(self, target: Target, scope: str, retry_after_ms: int = 0) -> None:

@@ -3,6 +3,7 @@ that delivers, so the outbox and the HTTP function never load it (cold start).""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 from herald.container import Container, part
 from herald.events.apps import FeishuLink, RegisteredApps
 from herald.events.dispatch import EventDispatcher
+from herald.events.drained import NEW_WORK_PACE_SLEEP_MOST_MS
 from herald.events.dynamo import DynamoEventStore
 from herald.events.nudges import EventsJanitor
 from herald.events.operations import EventOperations
@@ -68,9 +70,26 @@ def dispatch_queue(c: Container) -> SqsDispatchQueue:
 
 
 @part
+def waiting_queue(c: Container) -> SqsDispatchQueue:
+    """Where a lane crowded out waits for its turn (herald.events.handlers), apart from new work."""
+    return SqsDispatchQueue(c.settings.events_waiting_queue_url, c.clients.sqs)
+
+
+@part
 def dispatcher(c: Container) -> EventDispatcher:
     """Every lane's jobs, each through its tenant's Feishu app (or the stack's), a card's revisions through the
-    app that sent it."""
+    app that sent it; in the waiting queue, a worker sleeps up to a second for its call's moment."""
+    return _dispatcher(c, policy(c))
+
+
+@part
+def new_work_dispatcher(c: Container) -> EventDispatcher:
+    """The events queue's: a lane whose call's moment is more than a moment away is crowded out to the waiting
+    queue at once (herald.events.handlers), so this queue's workers are there for new work."""
+    return _dispatcher(c, dataclasses.replace(policy(c), pace_sleep_most_ms=NEW_WORK_PACE_SLEEP_MOST_MS))
+
+
+def _dispatcher(c: Container, rules: DispatchPolicy) -> EventDispatcher:
     from herald.auth.wiring import service_keys
     from herald.tenants.wiring import shares
 
@@ -79,7 +98,7 @@ def dispatcher(c: Container) -> EventDispatcher:
         event_store(c),
         service_keys(c),
         feishu_apps(c),
-        policy(c),
+        rules,
         nudge=dispatch_queue(c).publish,
         clock=c.clock,
         on_outcome=metric,

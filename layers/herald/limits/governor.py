@@ -112,6 +112,14 @@ class BucketStore(Protocol):
         ...
 
 
+class Look(NamedTuple):
+    """What a look before the work begins found (`Governor.look`): the ms until the call could go, when that is
+    beyond the caller's budget (0: go on), and whether its part of a shared app is what holds it back."""
+
+    wait_ms: int = 0
+    over_part: bool = False
+
+
 class Reservation(NamedTuple):
     """A call's moment (None: none reserved), the ms until it (or until the earliest one), and whether that is
     worth waiting for in the caller's time (not when the call's sharer is over its part of a shared app)."""
@@ -148,9 +156,10 @@ class Governor:
         # One reservation at a time in this instance: its threads (pushes side by side) would otherwise race
         # each other for the same bucket item, each win costing every other thread a read and a write.
         self._reserving = threading.Lock()
-        # Until when each shared gate was last seen contended by this instance: only then is a call's part of it
-        # looked at before its work begins (`over_part_ms`); alone, a sharer pays no read for it.
-        self._contended_until: dict[str, int] = {}
+        # Until when this instance last saw each gate crowded (no moment within a caller's budget) or, shared,
+        # contended (others asked): only then is it looked at before a call's work begins (`look`); alone and
+        # unhurried, a call pays no read for it.
+        self._watched_until: dict[str, int] = {}
 
     def take(
         self,
@@ -174,6 +183,7 @@ class Governor:
             if moment is not None:
                 break
             if wait > budget or not worth_waiting:
+                self._watch(paced)
                 return wait
             self._sleep(wait / 1000)  # lost every race, or others' moments are near: try again then
         reserved_at = moment - wait
@@ -183,19 +193,28 @@ class Governor:
         self._go_at(paced, moment)
         return 0
 
-    def over_part_ms(self, gates: Sequence[Gate], share: Share) -> int:
-        """How long until the sharer's part of the shared gates allows its next call, when others ask too (0:
-        it may go, or nobody else asked when this instance last looked). Read before a job is claimed, so work over
-        its part goes back to its queue writing nothing."""
+    def look(self, gates: Sequence[Gate], budget_ms: int, share: Share | None = None) -> Look:
+        """Before a job is claimed: whether its call would find its moment within `budget_ms`, and whether its
+        sharer is over its part of a shared gate while others ask too. Only the gates this instance saw crowded or
+        contended within the last seconds are read, so work that cannot go now goes back to its queue writing
+        nothing, and a call alone and unhurried pays no read for it."""
         now = self._clock()
-        watched = [gate for gate in gates if gate.shared and self._contended_until.get(gate.name, 0) > now]
-        waits = [0]
-        for gate in watched:
-            bucket = self._store.read(gate.name)
-            seen, at = _shared(bucket, gate, share, now), bucket.earliest_ms(gate.limit, now)
-            if seen.contended and not seen.allows(at):
-                waits.append(math.ceil(seen.own_earliest_ms() - now))
-        return max(waits)
+        watched = [gate for gate in gates if not gate.limit.off and self._watched_until.get(gate.name, 0) > now]
+        if not watched:
+            return Look()
+        buckets = {gate.name: self._store.read(gate.name) for gate in watched}
+        earliest = {gate.name: buckets[gate.name].earliest_ms(gate.limit, now) for gate in watched}
+        seen = {gate.name: _shared(buckets[gate.name], gate, share, now) for gate in watched if gate.shared and share}
+        over = [math.ceil(s.own_earliest_ms() - now) for name, s in seen.items() if not s.allows(earliest[name])]
+        if over and max(over) > 0:
+            return Look(max(over), over_part=True)
+        wait = math.ceil(max(now + self._lead_ms, *earliest.values()) - now)
+        return Look(wait) if wait > budget_ms else Look()
+
+    def _watch(self, gates: Sequence[Gate]) -> None:
+        until = self._clock() + ASKED_RECENTLY_MS
+        for gate in gates:
+            self._watched_until[gate.name] = until
 
     def _go_at(self, gates: Sequence[Gate], moment: float) -> None:
         """Wait for the moment. A call later than tolerated (a slow `meanwhile` or reservation, a late wake-up)
@@ -248,9 +267,7 @@ class Governor:
                 if gate.shared and share is not None
             }
             contended = any(seen.contended for seen in shared.values())
-            for name, seen in shared.items():
-                if seen.contended:
-                    self._contended_until[name] = now + ASKED_RECENTLY_MS
+            self._watch([gate for gate in gates if gate.name in shared and shared[gate.name].contended])
             if contended:
                 if over := [seen.own_earliest_ms() for seen in shared.values() if not seen.allows(at)]:
                     # Over its part while others ask: its worker is not held for its next moment (others need it)

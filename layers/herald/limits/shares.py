@@ -15,7 +15,7 @@ a tenant's part is split between its services by theirs. Three rules make that a
 - a sharer refused for contention says it asked (one write, only then), so the others make room at once.
 
 A sharer over its part is not given a worker to wait in: the governor says so at once, and a job is looked at
-before its claim (`Governor.over_part_ms`), so work bouncing off its part writes nothing.
+before its claim (`Governor.look`), so work bouncing off its part writes nothing.
 
 Alone, a sharer gets the whole app and costs nothing more: its claim rides in the write the call makes anyway."""
 
