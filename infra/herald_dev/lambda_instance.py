@@ -25,7 +25,7 @@ import time
 import warnings
 from typing import Any
 
-from herald_dev.meter import ProcessMeter, process_meter
+from herald_dev.meter import FUNCTION_MEMORY_VARIABLE, FUNCTION_NAME_VARIABLE, ProcessMeter, process_meter
 
 PR_SET_PDEATHSIG = 1
 
@@ -112,8 +112,8 @@ class MeteredHttp:
     def __init__(self, app: Any, meter: ProcessMeter) -> None:
         self._app = app
         self._meter = meter
-        self._function = os.environ.get("HERALD_LOCAL_FUNCTION_NAME", "HttpApiFunction")
-        self._memory_mb = int(os.environ.get("HERALD_LOCAL_FUNCTION_MEMORY_MB", "128"))
+        self._function = os.environ.get(FUNCTION_NAME_VARIABLE, "HttpApiFunction")
+        self._memory_mb = int(os.environ.get(FUNCTION_MEMORY_VARIABLE, "128"))
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from herald_dev.runtime import LocalFunction
 
 METER_VARIABLE = "HERALD_LOCAL_METER"
+FUNCTION_NAME_VARIABLE = "HERALD_LOCAL_FUNCTION_NAME"  # a server process's function, for its meter (`metered_as`)
+FUNCTION_MEMORY_VARIABLE = "HERALD_LOCAL_FUNCTION_MEMORY_MB"
 SQS_UNIT_BYTES = 64 * 1024  # SQS bills a request per 64 KB chunk of its payload
 _READS = {"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"}
 _SQS_PAYLOADS = {"SendMessage": "MessageBody", "SendMessageBatch": "Entries"}
@@ -124,7 +126,7 @@ def meter_the_cloud(stop: threading.Event) -> None:
 def metered_as(function: LocalFunction) -> dict[str, str]:
     """The environment a function's server process needs for its meter to name it (Lambda's own runtime passes
     the same as AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_MEMORY_SIZE)."""
-    return {"HERALD_LOCAL_FUNCTION_NAME": function.name, "HERALD_LOCAL_FUNCTION_MEMORY_MB": str(function.memory_mb)}
+    return {FUNCTION_NAME_VARIABLE: function.name, FUNCTION_MEMORY_VARIABLE: str(function.memory_mb)}
 
 
 def read_meter(directory: Path) -> Counter[str]:

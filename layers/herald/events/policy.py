@@ -50,9 +50,9 @@ class DispatchPolicy:
     unknown_ttl_ms: int = 0  # 0: blocked jobs stay until an operator handles them
     settle_attempts: int = 6  # tries at settling an unknown job, before an operator decides
     send_dedup_window_ms: int = FEISHU_UUID_WINDOW_MS - UUID_WINDOW_MARGIN_MS
+    pace_sleep_most_ms: int = PACE_SLEEP_MOST_MS  # a worker sleeps for its call's moment at most this long
     # A lane over its service's part of a shared app stays away at least this long (its other lanes ask too, one of
     # them takes the part's next moment), half as long again each time, at most the most (or its wait, if longer).
-    pace_sleep_most_ms: int = PACE_SLEEP_MOST_MS  # a worker sleeps for its call's moment at most this long
     over_part_first_back_ms: int = 3_000
     crowded_retry_most_ms: int = 20_000
 
@@ -70,8 +70,8 @@ class DispatchPolicy:
         return NotYet(reason, PaceWait(wait_ms).back_in_ms, job.tenant, crowded=True)  # back for its moment
 
     def crowded_retry(self, wait_ms: int, first_back_ms: int, receives: int, spread_ms: int) -> int:
-        """When a crowded-out lane comes back, its message received `receives`
-        times: half as late again each time, spread so that a backlog's lanes do not come back together."""
+        """When a lane over its part comes back, its message received `receives` times: half as late again each
+        time, spread (`spread_ms`) so that a backlog's lanes do not come back together."""
         grown = first_back_ms * CROWDED_GROWTH ** max(0, receives - 1)
         return int(max(wait_ms, min(grown, self.crowded_retry_most_ms))) + spread_ms
 
