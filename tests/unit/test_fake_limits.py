@@ -55,6 +55,7 @@ def test_feishu_refuses_over_a_chats_limit_with_230020_and_over_the_apps_with_99
     feishu: FakeFeishu,
 ) -> None:
     httpx.post(f"{feishu.url}/__fake/limits", json={"app_per_second": 3, "chat_per_second": 2})
+    feishu.limits.clock = lambda: 1_000.0  # every call within one second, however slow this machine answers
     token = httpx.post(
         f"{feishu.url}/open-apis/auth/v3/tenant_access_token/internal",
         json={"app_id": feishu.app_id, "app_secret": feishu.app_secret},
@@ -75,6 +76,7 @@ def test_tencent_im_refuses_sendmsg_over_the_apps_limit_with_60011_and_sends_not
     fake = FakeTencentIm().start()
     try:
         httpx.post(f"{fake.url}/__fake/limits", json={"sendmsg_per_second": 2})
+        fake.limits.clock = lambda: 1_000.0  # every call within one second, however slow this machine answers
         client = TencentImClient(fake.url, fake.sdk_app_id, fake.admin, lambda: fake.secret_key)
         outcomes: list[object] = []
         for n in range(3):
