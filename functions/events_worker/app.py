@@ -26,4 +26,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         queue_url=settings.events_waiting_queue_url if waiting else settings.events_queue_url,
         dead_letter_queue_url=settings.events_waiting_dlq_url if waiting else settings.events_dlq_url,
         lag_metric="EventsWaitingQueueLag" if waiting else "EventsQueueLag",
+        groups_at_once=settings.events_groups_at_once,
     )

@@ -160,6 +160,7 @@ def local_functions(
         "HERALD_OWNER_CALLBACKS_ALLOW_PRIVATE": "true",
         # A tenant set, disabled or enabled with herald-ops reaches every function at once.
         "HERALD_TENANT_CACHE_SECONDS": "0",
+        "HERALD_PAUSES_CACHE_SECONDS": "0",  # and an operator's pause or resume
     }
     # Locally tokens are HS256 from `herald token`; issuer/audience apply when configured explicitly.
     unset = {"HERALD_JWT_ISSUER", "HERALD_JWT_AUDIENCE"}

@@ -3,6 +3,7 @@
     herald-ops keys create|list|rotate|revoke      service keys
     herald-ops events blocked|unknown|show|resolve external events a failed or UNKNOWN job holds up (Herald settles
                                                   an UNKNOWN one itself where Feishu makes it provable)
+    herald-ops events pause|resume|paused          hold a partner service's (or one target's) deliveries
     herald-ops dlq list|peek|redrive|purge         dead-letter queues
     herald-ops confirms stuck|repair               confirms the janitor could not settle
     herald-ops owners list|disable|enable|release|transfer   owner services' registered business types

@@ -31,9 +31,13 @@ class FifoQueue:
         self._client = client
 
     def send(self, body: dict[str, Any], group_id: str, dedup_id: str) -> None:
+        self.send_raw(json.dumps(body, separators=(",", ":")), group_id, dedup_id)
+
+    def send_raw(self, body: str, group_id: str, dedup_id: str) -> None:
+        """A body already written (a held message going back as it was)."""
         (self._client or aws.sqs()).send_message(
             QueueUrl=self._url,
-            MessageBody=json.dumps(body, separators=(",", ":")),
+            MessageBody=body,
             MessageGroupId=fifo_id(group_id),
             MessageDeduplicationId=fifo_id(dedup_id),
         )

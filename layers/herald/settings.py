@@ -51,6 +51,7 @@ class Settings:
     turns_table: str
     turns_queue_url: str
     rate_limits_table: str
+    holds_table: str  # deliveries held while their tenant is disabled (herald.holds)
     owners_table: str
 
     stage: str = "local"
@@ -114,6 +115,7 @@ class Settings:
     require_registered_tenants: bool = False
     tenant_secrets_prefix: str = "herald/tenants"  # the only SSM path a tenant's secret may be under
     tenant_cache_seconds: int = 30  # how long a function keeps a tenant it read (a change reaches it within)
+    pauses_cache_seconds: int = 5  # how long a worker keeps the operators' pauses it read (herald.holds)
 
     # Tencent IM. The secret key comes from SSM (the parameter's name) in AWS, or directly locally.
     tencent_im_base_url: str = "https://console.tim.qq.com"
@@ -138,6 +140,9 @@ class Settings:
     events_max_attempts: int = budgets.EVENTS_MAX_ATTEMPTS  # failures before the first external write, then it blocks
     events_retry_base_ms: int = 2_000  # backoff doubles from here between those attempts
     events_reserve_ms: int = budgets.EVENTS_RESERVE_MS  # no job is claimed with less Lambda time left than this
+    # The lanes (message groups) of one batch drained side by side: a backlog's lanes, each quickly moved to the
+    # waiting queue, pass through ten at a time, so new work behind them waits a tenth as long for a worker.
+    events_groups_at_once: int = 10
     events_retention_seconds: int = 7 * 86400  # completed jobs (the dedup window)
     events_unknown_ttl_seconds: int = 0  # UNKNOWN and failed jobs; 0 keeps them until an operator handles them
     events_settle_attempts: int = (

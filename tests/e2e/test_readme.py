@@ -3,6 +3,7 @@ newcomer pastes them into a shell. A block this test does not know fails it: a n
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -37,6 +38,7 @@ TENANTS = ".venv/bin/herald fake im-app --sdk-app-id 1400000002"
 INBOX = "PRODUCER=$(.venv/bin/herald-ops keys create --service agent-platform"
 OPERATE = ".venv/bin/herald fake feishu-fail --chat oc_ops"
 STATUS = "WATCHER=$(.venv/bin/herald-ops keys create --service watcher"
+PAUSE = "MOVING=$(.venv/bin/herald-ops keys create --service moving"
 OWN_PROVIDER = ".venv/bin/herald local --parameter TencentImBaseUrl=http://127.0.0.1:9000"  # its own test module
 
 
@@ -61,7 +63,7 @@ def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def test_the_readme_has_no_command_block_this_test_does_not_run_or_explain() -> None:
-    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK, TENANTS, INBOX, OPERATE, STATUS)
+    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK, TENANTS, INBOX, OPERATE, STATUS, PAUSE)
     unknown = [first for first in BLOCKS if first not in NOT_RUN_HERE and not first.startswith(starts)]
     assert unknown == []
     assert all(block(start) for start in starts)  # each known block is there, once
@@ -139,6 +141,27 @@ def test_what_became_of_an_event_as_written(make_dev: None) -> None:
         assert fate["data"]["message_id"] == posted["data"]["message_id"]
         assert listed["data"]["items"][0]["event_id"] == accepted["data"]["event_id"]
         assert "http://127.0.0.1:8094/herald" in output and "whsec_" not in output  # the secret is never printed
+
+
+def test_pausing_a_partner_as_written(make_dev: None) -> None:
+    feishu = json.loads(DEV_STATE.read_text())["fakes"]["feishu"]
+    for _ in range(2):  # a second run pauses, holds and resumes afresh
+        before = len(_cards_to(feishu, "oc_moving"))
+        output = run_block(block(PAUSE))
+        (accepted,) = [v for v in json_values(output) if "code" in v]
+        assert accepted["code"] == "OK" and accepted["data"]["status"] == "accepted", output
+        assert re.search(r"^service#moving\s+\S+\s+chat being migrated\s+.*\s1$", output, re.MULTILINE), output
+        assert re.search(r"^lanes released\s+1$", output, re.MULTILINE), output
+        eventually(functools.partial(_one_more, feishu, before))
+
+
+def _cards_to(feishu: str, chat: str) -> list[dict[str, object]]:
+    return [entry for entry in httpx.get(f"{feishu}/__fake/messages").json() if entry["receive_id"] == chat]
+
+
+def _one_more(feishu: str, before: int) -> None:
+    cards = _cards_to(feishu, "oc_moving")
+    assert len(cards) == before + 1, cards
 
 
 def test_agent_turn_queue_as_written(make_dev: None) -> None:

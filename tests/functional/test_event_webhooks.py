@@ -192,3 +192,21 @@ def test_an_operator_skipping_a_failed_event_is_told_to_a_webhook_asking_for_ski
     operations().skip("scheduler:1", by="alice")
     events.drain()
     assert [d["type"] for d in receiver.documents()] == ["event.failed", "event.skipped"]
+
+
+def test_a_status_no_webhook_asks_for_queues_no_notice(
+    scheduler: Subscriber, billing: Subscriber, receiver: WebhookReceiver, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    """Issue 47, item 5 (the cost bench): each event's card, once sent, queued a status notice whether or not its
+    service had a webhook asking for it: three SQS requests and a webhooks invocation an event for nothing. The
+    outbox queues a notice only for a status a registered webhook asks for."""
+    scheduler.subscribe(receiver, "/hooks")  # the default: failed, unknown, rejected (not succeeded)
+    scheduler.accept("e1", title="scheduler's")
+    billing.accept("b1", title="billing's", target=BILLING_CHAT)  # billing has no webhook
+    events.drain()
+    assert titles(feishu) == ["scheduler's"] and titles(feishu, "oc_billing") == ["billing's"]
+    assert events.notices == [] and receiver.documents() == []
+    scheduler.subscribe(receiver, "/hooks", ["succeeded"])  # asked for now: the next one is queued and posted
+    scheduler.accept("e2")
+    events.drain()
+    assert [json.loads(message["Body"])["status"] for message in events.notices] == ["succeeded"]

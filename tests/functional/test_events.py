@@ -547,9 +547,12 @@ class EndingInvocation(FakeLambdaContext):
         return 30_000 if self.looks == 1 else 15_000
 
 
-def test_a_drain_out_of_time_after_progress_hands_over_to_a_new_nudge_instead_of_spending_receives(
+def test_a_drain_out_of_time_after_progress_hands_over_to_a_new_nudge_in_the_waiting_queue_not_spending_receives(
     partner: Partner, events: EventsPipeline, feishu: FakeFeishu
 ) -> None:
+    """A lane carrying on is not new work: its continuation waits in the waiting queue. In the events queue, a
+    backlog's continuations came before another partner's first card (delivery_at_limits (d): B's paced lane came
+    back 15 s after it paused, behind A's)."""
     for n, title in enumerate(("one", "two", "three")):
         partner.accept(f"e{n}", title=title)
     events.pump_stream()
@@ -558,12 +561,13 @@ def test_a_drain_out_of_time_after_progress_hands_over_to_a_new_nudge_instead_of
     assert result["batchItemFailures"] == []  # finished well: its receive count is not spent on a backlog
     assert titles(feishu) == ["one"]
     events.sqs.delete_message(QueueUrl=events.queue_url, ReceiptHandle=message["ReceiptHandle"])
-    waiting = events.sqs.receive_message(QueueUrl=events.queue_url, MaxNumberOfMessages=10)["Messages"]
-    assert {"v": 1, "lane": "scheduler", "seq": 1, "why": "continue"} in [json.loads(m["Body"]) for m in waiting]
-    for waiting_message in waiting:
-        events.sqs.change_message_visibility(
-            QueueUrl=events.queue_url, ReceiptHandle=waiting_message["ReceiptHandle"], VisibilityTimeout=0
-        )
+    waiting = events.sqs.receive_message(QueueUrl=events.waiting_url, MaxNumberOfMessages=10).get("Messages", [])
+    assert [json.loads(m["Body"]) for m in waiting] == [{"v": 1, "lane": "scheduler", "seq": 1, "why": "continue"}]
+    new_work = events.sqs.receive_message(QueueUrl=events.queue_url, MaxNumberOfMessages=10).get("Messages", [])
+    assert all(json.loads(m["Body"])["why"] == "new" for m in new_work)  # the other two jobs' own nudges
+    for url, messages in ((events.waiting_url, waiting), (events.queue_url, new_work)):
+        for left in messages:
+            events.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=left["ReceiptHandle"], VisibilityTimeout=0)
     events.drain()
     assert titles(feishu) == ["one", "two", "three"]
 

@@ -17,6 +17,7 @@ from herald.auth.dynamo import ServiceKeyRow
 from herald.confirms.owners.dynamo import RegistrationRow
 from herald.confirms.rows import ConfirmBusinessRow, ConfirmRow, ConfirmSourceRow, DeliveryRow
 from herald.events.rows import CardRow, EventRecordRow, HeadRow, JobRow
+from herald.holds.dynamo import HeldRow, PauseRow
 from herald.inbox.dynamo import CounterRow, DedupRow, NotificationRow, PreferencesRow, TombstoneRow
 from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow
 from herald.limits.dynamo import BucketRow, WindowRow
@@ -36,6 +37,7 @@ MODELS: dict[str, list[type[Model]]] = {
     "DeliveriesTable": [DeliveryRow],
     "TurnsTable": [SessionRow, AgentRow, MessageRow, EventRow],
     "ExternalEventsTable": [JobRow, HeadRow, EventRecordRow, CardRow],
+    "HoldsTable": [HeldRow, PauseRow],
 }
 
 

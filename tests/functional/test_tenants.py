@@ -14,9 +14,11 @@ from herald.api.app import create_app
 from herald.auth.models import OWNER_CAPABILITY
 from herald.auth.service_keys import ServiceKeys
 from herald.events.wiring import event_store
+from herald.holds.models import Held, HeldQueue
+from herald.holds.wiring import holds
 from herald.providers.tencent_im import verify_user_sig
 from herald.tenants.models import FeishuApp, TencentImApp
-from herald.tenants.wiring import tenants
+from herald.tenants.wiring import switch_tenant, tenants
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.support.aws import load_event, load_function
@@ -98,20 +100,26 @@ def test_a_tenants_im_outage_holds_back_only_its_own_pushes(
     assert len(pushes_to(fake_im, "20001")) == 1
 
 
-def test_a_disabled_tenants_pushes_wait_untried_and_are_delivered_once_it_is_enabled(
+def test_a_disabled_tenants_pushes_are_held_off_their_queue_and_back_on_it_at_once_when_it_is_enabled(
     acme_im: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
 ) -> None:
+    """Issue 48: a disabled tenant's push came back a minute later each time (at most fifteen), so after `enable`
+    it waited for its delay to run out, and a tenant disabled for about a day had its pushes dead-lettered. Now the
+    push is held: off its queue at its first receive (no receive spent however long the tenant stays disabled),
+    and `enable` puts it back on the queue at once, where the next receive delivers it."""
     api = acme_im
     invite(api, "acme", target="20001")
-    tenants().switch("acme", enabled=False)
+    invite(api, "acme", target="20003")
+    switch_tenant("acme", enabled=False)
     pipeline.pump_streams()
-    for _ in range(3):
-        assert pipeline.pump_queue(backoff_elapses=True) == 1  # kept on its queue, however often it comes back
-    assert not pushes_to(fake_im, "20001") and fake_im.requests == 0  # waiting, never tried
-    tenants().switch("acme", enabled=True)
-    while pipeline.pump_queue(backoff_elapses=True):
-        pass
-    assert len(pushes_to(fake_im, "20001")) == 1
+    assert pipeline.pump_queue() == 2
+    assert pipeline.pump_queue(backoff_elapses=True) == 0  # held: nothing left on the queue to come back
+    assert [held.queue for held in holds().held(Held.tenant_scope("acme"))] == [HeldQueue.IM_PUSH] * 2
+    assert not pushes_to(fake_im, "20001") and fake_im.requests == 0  # never tried
+    assert switch_tenant("acme", enabled=True)[1] == 2
+    assert holds().held(Held.tenant_scope("acme")) == []
+    assert pipeline.pump_queue() == 2  # back at once: no backoff to wait out
+    assert len(pushes_to(fake_im, "20001")) == 1 and len(pushes_to(fake_im, "20003")) == 1
 
 
 def test_each_tenants_cards_go_through_its_own_feishu_app_and_its_outage_holds_back_only_its_lanes(
@@ -142,26 +150,34 @@ def test_each_tenants_cards_go_through_its_own_feishu_app_and_its_outage_holds_b
     assert ("acme-ci built", ACME_FEISHU.app_id) in [(entry["title"], entry["app_id"]) for entry in feishu.log]
 
 
-def test_a_disabled_tenants_lanes_wait_untried_and_deliver_once_it_is_enabled(
+def test_a_disabled_tenants_lanes_are_held_and_deliver_in_order_at_once_when_it_is_enabled(
     acme: None, events: EventsPipeline, feishu: FakeFeishu, service_keys: ServiceKeys
 ) -> None:
+    """Issue 48: the lane's message is held (one hold a lane, however many of its messages come), nothing is tried
+    while the tenant is disabled, and `enable` nudges the lane at once: its events go out in their order."""
     feishu.add_app(ACME_FEISHU.app_id, ACME_FEISHU_SECRET)
     api = TestClient(create_app())
     key, _ = service_keys.create_key("acme-ci", ["/events/external"], ["acme"], targets=["chat_id:oc_ops"])
     target = {"receive_id": "oc_ops", "receive_id_type": "chat_id"}
-    body = {
-        "event_id": "acme-1",
-        "event_type": "build",
-        "data": {"title": "acme built", "status": "ok", "target": target},
-    }
-    assert api.post("/events/external", json=body, headers={"Authorization": f"Bearer {key}"}).status_code == 202
-    tenants().switch("acme", enabled=False)
+    for n in (1, 2):
+        body = {
+            "event_id": f"acme-{n}",
+            "event_type": "build",
+            "data": {"title": f"acme {n}", "status": "ok", "target": target},
+        }
+        answer = api.post("/events/external", json=body, headers={"Authorization": f"Bearer {key}"})
+        assert answer.status_code == 202
+    switch_tenant("acme", enabled=False)  # before either is delivered
     events.drain()
-    assert not feishu.log and feishu.stats["token_requests"] == 0  # waiting, never tried
-    tenants().switch("acme", enabled=True)
-    events.release_deferred()
+    assert not feishu.log and feishu.stats["token_requests"] == 0  # held, never tried
+    assert [held.key for held in holds().held(Held.tenant_scope("acme"))] == ["lane#acme-ci"]
+    assert events.release_deferred() == 0  # nothing was handed back to come back later
+    switch_tenant("acme", enabled=True)
     events.drain()
-    assert [(entry["title"], entry["app_id"]) for entry in feishu.log] == [("acme built", ACME_FEISHU.app_id)]
+    assert [(entry["title"], entry["app_id"]) for entry in feishu.log] == [
+        ("acme 1", ACME_FEISHU.app_id),
+        ("acme 2", ACME_FEISHU.app_id),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- admission

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from typing import Any
 
 import pytest
@@ -73,6 +74,43 @@ def test_tenants_list_and_the_clouds_log_never_show_a_secret(cloud: LocalCloudPr
     log = cloud.log_path.read_text(errors="replace")
     for secret in (tenant.im_key, tenant.feishu_secret):
         assert secret not in shown and secret not in log
+
+
+def test_a_disabled_tenants_push_is_held_off_its_queue_and_arrives_within_seconds_of_enable(
+    cloud: LocalCloudProcess,
+) -> None:
+    """Issue 48: `tenants disable` made a push come back a minute later each time, so two pushes had not arrived
+    50 s after `enable`, and a day's disable dead-lettered them. Now the worker holds it (off its queue: no
+    receive spent, however long the disable lasts) and `enable` puts it back at once."""
+    tenant = Tenant(cloud, 4)
+    outage(cloud, "tencent_im", {"sdk_app_id": tenant.sdk_app_id}, 503)  # nothing goes out before the disable
+    try:
+        tenant.invite("31000004")
+        ops(cloud, "tenants", "disable", tenant.app_code)
+    finally:
+        outage(cloud, "tencent_im", {"sdk_app_id": tenant.sdk_app_id}, 0)
+    held = eventually(lambda: _held(cloud, tenant.app_code, at_least=1), timeout=60)
+    assert all(key.startswith("push#") for key in held) and not pushes(cloud, "31000004")
+    started = time.monotonic()
+    (shown,) = ops(cloud, "tenants", "enable", tenant.app_code)
+    assert shown["resumed_deliveries"] == len(held)
+    eventually(lambda: _one(pushes(cloud, "31000004")), timeout=10)
+    print(f"held push delivered {time.monotonic() - started:.1f} s after enable")
+    assert _held(cloud, tenant.app_code) == []
+
+
+def _held(cloud: LocalCloudProcess, app_code: str, at_least: int = 0) -> list[str]:
+    """The keys of what HoldsTable holds for the tenant (AssertionError while fewer than `at_least`)."""
+    answer = cloud.client("dynamodb").query(
+        TableName=cloud.resource("HoldsTable"),
+        KeyConditionExpression="#scope = :scope",
+        ExpressionAttributeNames={"#scope": "scope"},
+        ExpressionAttributeValues={":scope": {"S": f"tenant#{app_code}"}},
+        ConsistentRead=True,
+    )
+    keys = [item["held_key"]["S"] for item in answer["Items"]]
+    assert len(keys) >= at_least, keys
+    return keys
 
 
 def _one(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

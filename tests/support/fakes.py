@@ -16,6 +16,7 @@ from herald.events.cards import CardMessage, CardWrite
 from herald.events.jobs import Guard, Job, JobStatus, StaleJob
 from herald.events.models import DuplicateEvent, ExternalEvent, Lane, LaneHead, StoredEvent, Target
 from herald.events.webhooks.models import StatusWebhook
+from herald.holds.models import Held, Pause
 from herald.limits.governor import Bucket
 from herald.realtime.models import Connection
 from herald.tenants.models import Tenant, TenantRules
@@ -572,3 +573,29 @@ class StaticResolver:
             return [str(ipaddress.ip_address(host.strip("[]")))]
         except ValueError:
             return [self.address]
+
+
+class InMemoryHoldStore:
+    """The holds table in memory: each scope's held messages in key order, and the operators' pauses."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], Held] = {}
+        self.pauses_in_force: dict[str, Pause] = {}
+
+    def put(self, held: Held) -> None:
+        self.items[(held.scope, held.key)] = held
+
+    def in_scope(self, scope: str) -> list[Held]:
+        return [held for (s, _), held in sorted(self.items.items()) if s == scope]
+
+    def delete(self, held: Held) -> None:
+        self.items.pop((held.scope, held.key), None)
+
+    def put_pause(self, pause: Pause) -> None:
+        self.pauses_in_force[pause.key] = pause
+
+    def pauses(self) -> list[Pause]:
+        return list(self.pauses_in_force.values())
+
+    def delete_pause(self, key: str) -> bool:
+        return self.pauses_in_force.pop(key, None) is not None

@@ -5,6 +5,7 @@ not behind a second of another's reservations; alone, a sharer's claim rides in 
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping
 
@@ -216,7 +217,7 @@ def test_a_sharers_part_is_looked_at_before_its_work_only_once_this_instance_saw
     clock: FakeClock,
 ) -> None:
     """Alone, the look before a job's claim costs nothing (no read); once a reservation here met another sharer,
-    the look tells a sharer over its part how long to wait, and one within its part 0."""
+    the look tells a sharer whose next moment is beyond the caller's time how long to wait, and one within it 0."""
     store = CountingStore()
     governor = Governor(store, clock, clock.sleep)
     a, b = Share.of("t1", "a"), Share.of("t1", "b", weight=9)
@@ -225,8 +226,9 @@ def test_a_sharers_part_is_looked_at_before_its_work_only_once_this_instance_saw
     assert governor.take(APP, lambda: 1_000, share=a) == 0  # a's first: it met b
     assert governor.take(APP, lambda: 1_000, share=b) == 0  # b keeps asking: its part is in use
     interval = 1000 / RATE
-    wait, over_part = governor.look(APP, 10_000, a)
-    assert over_part and 8 * interval <= wait <= 10 * interval  # a tenth of the app: its next is far
+    assert governor.look(APP, 10_000, a) == (0, False)  # its very next moment, within this time: on to its claim
+    wait, over_part = governor.look(APP, 0, a)
+    assert not over_part and 7 * interval <= wait <= 10 * interval  # a tenth of the app: its next is far
     assert store.reads > 3
     assert governor.look(APP, 10_000, b) == (0, False)
 
@@ -262,3 +264,36 @@ def test_a_late_call_of_a_sharer_over_its_part_takes_the_apps_next_moment_instea
     went_at = clock.now
     assert store.read(APP[0].name).due_ms == pytest.approx(went_at + 1000 / RATE, abs=1)  # counted where it went
     assert Governor(store, clock).take(APP, share=Share.of("t2", "c")) > 0  # no second call at the same moment
+
+
+def test_a_sharer_whose_next_own_moment_is_its_very_next_call_waits_for_it_instead_of_being_sent_back_for_its_part(
+    clock: FakeClock,
+) -> None:
+    """Found by delivery_at_limits (d): B, one lane at half the app, called every 278 ms (its part) while the app's
+    moments came every 139 ms; each next call of B asked before its own moment and was told "over its part", so its
+    lane went back for 3 s (half as long again each time it came back, up to 20 s): B's 20 cards took 72 s where 5
+    do. A sharer whose own next moment is less than one of its own intervals away is not over its part: that moment
+    is its next call's, and the call waits for it in its worker's time. One further away (its other calls took its
+    next moments) is sent back, as before."""
+    assert clock.now == START
+    interval = 1000 / RATE
+    store = InMemoryBucketStore()
+    store.buckets[APP[0].name] = Bucket(
+        due_ms=clock.now,
+        claims={
+            "t1/a": Claim(1, 1, clock.now + 200, clock.now - 10),  # a's own next moment: 200 ms away
+            "t1/b": Claim(1, 1, clock.now - 1, clock.now),  # b asks too (it waits)
+        },
+    )
+    governor = Governor(store, clock, clock.sleep)
+    a = Share.of("t1", "a")
+    own_moment_in = math.ceil(200 - interval)  # the app's tolerance: a part's moment may come one interval early
+    assert governor.take(APP, lambda: 10, share=a) == own_moment_in  # beyond this worker's time: how far, not 3 s
+    assert governor.look(APP, 10, a) == (own_moment_in, False)  # crowded for this time, not over its part
+    assert governor.look(APP, 600, a) == (0, False)  # within a longer time: on to its claim
+    assert governor.take(APP, lambda: 600, share=a) == 0
+    assert clock.slept_ms == pytest.approx(200 - interval, abs=1)  # waited for its own moment, less the tolerance
+    assert store.read(APP[0].name).claims["t1/a"].due_ms == pytest.approx(START + 200 + 2 * interval, abs=1)
+    b_earlier = Bucket(due_ms=clock.now, claims={**store.read(APP[0].name).claims})
+    store.buckets[APP[0].name] = b_earlier
+    assert governor.take(APP, lambda: 5_000, share=a) == pytest.approx(200 + 2 * interval - (clock.now - START), abs=1)

@@ -14,7 +14,6 @@ from herald.tenants.models import (
     TenantRules,
     TenantUnknown,
     TencentImApp,
-    waiting_for_tenant_s,
 )
 from herald.tenants.service import NoRegistry, Tenants
 from herald.tenants.wiring import PerTenant
@@ -146,9 +145,3 @@ def test_a_key_acting_for_a_refused_tenant_is_refused_there_and_only_there() -> 
     with pytest.raises(PermissionDenied) as refused:
         caller.tenant("acme")
     assert refused.value.reason == "tenant_disabled"
-
-
-def test_a_disabled_tenants_delivery_looks_again_a_minute_later_each_time_at_most_fifteen() -> None:
-    waits = [waiting_for_tenant_s(count) for count in range(1, 101)]
-    assert waits[:3] == [60, 120, 180] and max(waits) == 900
-    assert sum(waits) > 20 * 3600  # the queue's 100 receives last most of a day

@@ -5,6 +5,7 @@ message and lets the old one go, well before the events queue's maxReceiveCount.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,11 @@ from herald.events import handlers
 from herald.events.drained import Drained, DrainResult
 from herald.events.nudges import Nudge
 from herald.events.policy import DispatchPolicy
+from herald.holds.service import Holds
 from herald.workers import QueueMessage, RetryLater, from_queue
+from tests.support.aws import load_function
+from tests.support.fakes import InMemoryHoldStore
+from tests.support.lambda_context import FakeLambdaContext
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,6 +67,8 @@ def queues(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Nudge]]:
     monkeypatch.setattr(handlers, "dispatch_queue", queue("events"))
     monkeypatch.setattr(handlers, "waiting_queue", queue("waiting"))
     monkeypatch.setattr(handlers, "count_for_tenant", lambda name, tenant: None)
+    nothing_paused = Holds(InMemoryHoldStore(), lambda *message: None)
+    monkeypatch.setattr(handlers, "holds", lambda: nothing_paused)
     return sent
 
 
@@ -148,3 +155,34 @@ def test_the_events_worker_knows_the_waiting_queues_batches_by_their_source_arn(
     assert from_queue({"Records": [{"eventSourceARN": arn.format("EventsWaitingQueue")}]}, waiting)
     assert not from_queue({"Records": [{"eventSourceARN": arn.format("EventsQueue")}]}, waiting)
     assert not from_queue({"Records": []}, waiting) and not from_queue({}, waiting)
+
+
+@pytest.mark.parametrize("queue", ["EventsQueue", "EventsWaitingQueue"])
+def test_the_events_worker_drains_a_batchs_lanes_side_by_side_from_either_queue(
+    monkeypatch: pytest.MonkeyPatch, queue: str
+) -> None:
+    """A backlog's lanes, each moved on in a moment, pass through ten a receive: with one lane a receive, another
+    partner's new lane behind 400 of them waited 15-22 s for a worker. Each lane waits at a barrier only lanes
+    drained at once can pass; the mapping hands the worker that many lanes a receive."""
+    worker = load_function("events_worker")
+    lanes = ["svc-a", "svc-b", "svc-c"]
+    meeting = threading.Barrier(len(lanes), timeout=5)
+    drained: list[tuple[str, bool]] = []
+
+    def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int], waiting: bool) -> None:
+        meeting.wait()
+        drained.append((record.group_id, waiting))
+
+    monkeypatch.setattr(worker, "on_dispatch", on_dispatch)
+    source = f"arn:aws:sqs:us-east-1:123456789012:test-{queue}.fifo"
+    attributes = {"ApproximateReceiveCount": "1", "SentTimestamp": "0"}
+    records = [
+        {"messageId": f"m-{lane}", "receiptHandle": f"rh-{lane}", "body": "{}", "eventSourceARN": source,
+         "attributes": {**attributes, "MessageGroupId": lane}}
+        for lane in lanes
+    ]  # fmt: skip
+    assert worker.handler({"Records": records}, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert sorted(drained) == [(lane, queue == "EventsWaitingQueue") for lane in lanes]
+    events = load_template(REPO / "template.yaml")["Resources"]["EventsWorkerFunction"]["Properties"]["Events"]
+    mapping = next(e["Properties"] for e in events.values() if e["Properties"]["Queue"]["Fn::GetAtt"][0] == queue)
+    assert mapping["BatchSize"] == 10

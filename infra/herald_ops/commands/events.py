@@ -146,3 +146,73 @@ def events_webhooks(**where: Any) -> int:
     stack = stack_of(**where)
     print_rows([webhook.view() for webhook in status_webhooks(stack.container).all()], STATUS_WEBHOOKS)
     return 0
+
+
+PAUSES = Listing(("paused", "by", "note", "since_ms", "lanes_held"), "Nothing is paused: every lane is delivering.")
+
+
+def _pause_key(service: str, target: str | None) -> str:
+    """A service's pause, or one target's (the lane of a service that posts `order: target`)."""
+    from herald.events.models import Lane, Target
+    from herald.holds.models import Pause
+
+    if target is None:
+        return Pause.key_of(service)
+    try:
+        lane = Lane(service, Target.parse(target).key).key
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--target") from error
+    return Pause.key_of(service, lane)
+
+
+def pause_options(command: F) -> F:
+    command = click.option("--target", metavar="TYPE:ID", help="only this target's lane (chat_id:oc_..., ...)")(command)
+    return click.option("--service", required=True, help="the partner service whose deliveries to hold")(command)
+
+
+@events.command("pause", help="hold a service's (or one target's) deliveries: intake goes on, nothing is sent")
+@pause_options
+@click.option("--by", default=lambda: os.environ.get("USER", "operator"), help="who pauses (recorded)")
+@click.option("--note", default="", help="why (recorded)")
+@stack_options
+def events_pause(service: str, target: str | None, by: str, note: str, **where: Any) -> int:
+    from herald.holds.wiring import holds
+
+    pause = holds(stack_of(**where).container).pause(_pause_key(service, target), by, note)
+    print_record({"paused": pause.key, "by": pause.by, "note": pause.note, "since_ms": pause.since_ms})
+    return 0
+
+
+@events.command("resume", help="end a pause: what it held is delivered at once, in order, at the governed pace")
+@pause_options
+@stack_options
+def events_resume(service: str, target: str | None, **where: Any) -> int:
+    from herald.holds.wiring import holds
+
+    key = _pause_key(service, target)
+    try:
+        released = holds(stack_of(**where).container).resume(key)
+    except HeraldError as error:
+        return refuse(error.message)
+    print_record({"resumed": key, "lanes_released": released})
+    return 0
+
+
+@events.command("paused", help="what is paused: since when, by whom, why, and how many lanes it holds")
+@click.option(
+    "--wait", default=0, type=click.IntRange(0, 300), metavar="SECONDS", help="look again until a pause holds a lane"
+)
+@stack_options
+def events_paused(wait: int, **where: Any) -> int:
+    from herald.holds.wiring import holds
+
+    service, deadline = holds(stack_of(**where).container), time.monotonic() + wait
+    found = service.paused()
+    while not any(held for _, held in found) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = service.paused()
+    rows = [
+        {"paused": p.key, "by": p.by, "note": p.note, "since_ms": p.since_ms, "lanes_held": held} for p, held in found
+    ]
+    print_rows(rows, PAUSES)
+    return 0

@@ -110,11 +110,15 @@ def tenants_show(app_code: str, **where: Any) -> int:
 def _switch_tenant(app_code: str, enabled: bool, where: dict[str, Any]) -> int:
     stack = stack_of(**where)
     try:
-        tenant = _tenants(stack).switch(app_code, enabled)
+        from herald.tenants.wiring import switch_tenant
+
+        tenant, released = switch_tenant(app_code, enabled, stack.container)
     except HeraldError as error:
         return refuse(error.message)
     shown = tenant.view()
-    if not enabled:
+    if enabled:
+        shown["resumed_deliveries"] = released
+    else:
         shown["closed_connections"] = _close_connections(stack, app_code)
     print_record(shown)
     return 0
@@ -137,7 +141,7 @@ def _close_connections(stack: Stack, app_code: str) -> int | None:
 
 @tenants.command(
     "disable",
-    help="refuse the tenant's requests (403 tenant_disabled), close its WebSocket connections; its deliveries wait",
+    help="refuse the tenant's requests (403 tenant_disabled), close its WebSocket connections; its deliveries are held",
 )
 @click.argument("app_code")
 @stack_options
@@ -145,7 +149,7 @@ def tenants_disable(app_code: str, **where: Any) -> int:
     return _switch_tenant(app_code, False, where)
 
 
-@tenants.command("enable", help="serve a disabled tenant again (its waiting deliveries resume)")
+@tenants.command("enable", help="serve a disabled tenant again: its held deliveries go back on their queues at once")
 @click.argument("app_code")
 @stack_options
 def tenants_enable(app_code: str, **where: Any) -> int:

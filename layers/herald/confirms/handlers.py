@@ -14,8 +14,11 @@ from herald.confirms.delivery import (
 from herald.confirms.rows import confirm_from_image
 from herald.confirms.wiring import confirms, delivery_for, push_queue
 from herald.dynamo import Image
+from herald.holds.models import Held
+from herald.holds.wiring import holds
 from herald.observability import count_for_tenant, logger, metrics
-from herald.tenants.models import TenantPaused, waiting_for_tenant_s
+from herald.tenants.models import TenantPaused
+from herald.tenants.wiring import tenants
 from herald.workers import PermanentFailure, QueueMessage, RetryLater, backoff_seconds
 
 
@@ -47,9 +50,14 @@ def on_im_push(record: QueueMessage) -> None:
         raise PermanentFailure(f"malformed push message: {exc}") from exc
     try:
         sent = delivery_for()(push.app_code).deliver(push)
-    except TenantPaused as exc:  # a disabled tenant's pushes wait, untried, until it is enabled again
-        metrics.add_metric(name="ImPushWaitingForTenant", unit="Count", value=1)
-        raise RetryLater(str(exc), waiting_for_tenant_s(record.receive_count)) from exc
+    except TenantPaused:  # held off its queue, untried, until the tenant is enabled again
+        metrics.add_metric(name="ImPushHeldForTenant", unit="Count", value=1)
+        held = holds().hold(
+            lambda now: Held.push(push.app_code, record.body, record.group_id, record.message_id, record.sent_ms, now),
+            still_paused=lambda: not tenants().enabled_now(push.app_code),
+        )
+        logger.info("im push held: its tenant is disabled", confirm_id=push.confirm_id, held=held.key)
+        return
     except PermanentDeliveryFailure as exc:
         metrics.add_metric(name="ImPushFailed", unit="Count", value=1)
         count_for_tenant("ImPushFailedByTenant", push.app_code)

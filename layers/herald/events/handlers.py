@@ -9,6 +9,7 @@ from collections.abc import Callable
 from herald import budgets
 from herald.dynamo import Image
 from herald.events.drained import DrainResult
+from herald.events.models import Lane
 from herald.events.nudges import Nudge, nudges_for
 from herald.events.rows import job_from_image
 from herald.events.webhooks.handlers import on_job_change
@@ -20,8 +21,11 @@ from herald.events.wiring import (
     policy,
     waiting_queue,
 )
+from herald.holds.models import Held
+from herald.holds.wiring import holds
 from herald.observability import count_for_tenant, logger
-from herald.tenants.models import TenantPaused, waiting_for_tenant_s
+from herald.tenants.models import TenantPaused
+from herald.tenants.wiring import tenants
 from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
 # A lane that keeps waiting (its service over its part of a shared app, its pace, a retry's backoff) is handed a
@@ -50,10 +54,15 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int], waiting: 
         lane = Nudge.lane_of(json.loads(record.body))
     except (ValueError, AttributeError) as exc:
         raise PermanentFailure(f"malformed dispatch message: {exc}") from exc
+    if (pause := holds().pause_of(lane, Lane.parse(lane).service_id)) is not None:  # an operator's pause
+        _hold_lane(lane, pause.scope, lambda: holds().in_force(pause.key))
+        return
     try:
         drained = (dispatcher() if waiting else new_work_dispatcher()).drain(lane, remaining_ms)
-    except TenantPaused as exc:  # a disabled tenant's lanes wait, untried, until it is enabled again
-        raise RetryLater(str(exc), waiting_for_tenant_s(record.receive_count)) from exc
+    except TenantPaused as paused:  # held off its queue, untried, until the tenant is enabled again
+        app_code = paused.app_code
+        _hold_lane(lane, Held.tenant_scope(app_code), lambda: not tenants().enabled_now(app_code))
+        return
     if drained.result is DrainResult.WAITING:
         if drained.tenant:
             count_for_tenant("EventsRetriedByTenant", drained.tenant)
@@ -73,6 +82,13 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int], waiting: 
     if drained.result is DrainResult.OUT_OF_TIME:
         raise budgets.OutOfTime(drained.reason)  # back in the queue at once, untried
     logger.info("lane drained", lane=lane, result=str(drained.result))
+
+
+def _hold_lane(lane: str, scope: str, still_paused: Callable[[], bool]) -> None:
+    """The lane off its queue, held in `scope` (a disabled tenant's, an operator's pause) until it is resumed."""
+    resume = json.dumps(Nudge(lane, 0, "resumed").to_message(), separators=(",", ":"))
+    holds().hold(lambda now: Held.lane(scope, lane, resume, now), still_paused)
+    logger.info("lane held", lane=lane, scope=scope)
 
 
 def nudge_overdue_jobs() -> int:

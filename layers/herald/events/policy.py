@@ -12,6 +12,10 @@ from herald.events.drained import PACE_SLEEP_MOST_MS, NotYet, PaceWait
 from herald.events.jobs import Job, JobStatus
 
 MAX_BACKOFF_MS = 300_000
+# A lane whose head job another worker holds is looked at again this soon, not at the holder's lease end (60 s):
+# its message hidden that long held back everything behind it in the lane's FIFO group, the holder's own
+# continuation too. A holder that died is still waited for until its lease ends.
+HELD_LOOK_AGAIN_MS = 2_000
 # Feishu im/v1/messages create: "requests holding the same uuid succeed in sending at most one message
 # within 1 hour" (持有相同uuid的请求1小时内至多成功发送一条消息).
 FEISHU_UUID_WINDOW_MS = 3_600_000
@@ -96,10 +100,11 @@ class DispatchPolicy:
 
 
 def wait_until_due(job: Job, now: int) -> None:
-    """NotYet while the job is not for this worker yet: its retry's or settling's time, another's lease."""
+    """NotYet while the job is not for this worker yet: its retry's or settling's time, another's lease (looked at
+    again soon: see HELD_LOOK_AGAIN_MS)."""
     waits = {
         JobStatus.UNKNOWN: (job.next_settle_at_ms, "is being settled; next try later"),
-        JobStatus.RUNNING: (job.lock_until_ms, "is held by another worker"),
+        JobStatus.RUNNING: (min(job.lock_until_ms, now + HELD_LOOK_AGAIN_MS), "is held by another worker"),
         JobStatus.QUEUED: (job.next_attempt_at_ms, "waits for its retry"),
     }
     until, why = waits.get(job.status, (0, ""))

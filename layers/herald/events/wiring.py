@@ -99,7 +99,7 @@ def _dispatcher(c: Container, rules: DispatchPolicy) -> EventDispatcher:
         service_keys(c),
         feishu_apps(c),
         rules,
-        nudge=dispatch_queue(c).publish,
+        nudge=waiting_queue(c).publish,  # a lane carrying on (out of time, or paced) is not new work
         clock=c.clock,
         on_outcome=metric,
         shares=shares(c),

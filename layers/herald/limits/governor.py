@@ -205,10 +205,11 @@ class Governor:
         buckets = {gate.name: self._store.read(gate.name) for gate in watched}
         earliest = {gate.name: buckets[gate.name].earliest_ms(gate.limit, now) for gate in watched}
         seen = {gate.name: _shared(buckets[gate.name], gate, share, now) for gate in watched if gate.shared and share}
-        over = [math.ceil(s.own_earliest_ms() - now) for name, s in seen.items() if not s.allows(earliest[name])]
-        if over and max(over) > 0:
+        owns = {name: s.own_moment_ms(earliest[name]) for name, s in seen.items()}
+        if over := [math.ceil(seen[name].own_earliest_ms() - now) for name, own in owns.items() if own is None]:
             return Look(max(over), over_part=True)
-        wait = math.ceil(max(now + self._lead_ms, *earliest.values()) - now)
+        own_moments = [own for own in owns.values() if own is not None]
+        wait = math.ceil(max(now + self._lead_ms, *earliest.values(), *own_moments) - now)
         return Look(wait) if wait > budget_ms else Look()
 
     def _watch(self, gates: Sequence[Gate]) -> None:
@@ -269,9 +270,11 @@ class Governor:
             contended = any(seen.contended for seen in shared.values())
             self._watch([gate for gate in gates if gate.name in shared and shared[gate.name].contended])
             if contended:
-                if over := [seen.own_earliest_ms() for seen in shared.values() if not seen.allows(at)]:
+                owns = [(seen, seen.own_moment_ms(at)) for seen in shared.values()]
+                if over := [seen.own_earliest_ms() for seen, own in owns if own is None]:
                     # Over its part while others ask: its worker is not held for its next moment (others need it)
                     return Reservation(None, math.ceil(max(over) - now), worth_waiting=False)
+                at = max(at, *(own for _, own in owns if own is not None))  # its part's moment, if later
                 ahead = lead_ms + max(seen.app_interval_ms for seen in shared.values())
                 if at - now > ahead:  # others ask too: no moment reserved far ahead of them, and they know we ask
                     self._announce(buckets, shared, gates)

@@ -113,6 +113,15 @@ class SharedBucket:
         within_part = self.own_earliest_ms() <= at + self.app_interval_ms
         return not self.contended or within_part or self.unused_by_others(at)
 
+    def own_moment_ms(self, at: float) -> float | None:
+        """The earliest moment from `at` the sharer's part allows: `at` when it does; else its own next moment (less
+        the app's tolerance of one interval) when that is under one of its own intervals away, its very next call's
+        (the call waits for it); None when further: its other calls took its next moments, it is over its part."""
+        if self.allows(at):
+            return at
+        own = self.own_earliest_ms()
+        return own - self.app_interval_ms if own - self.now < self.own_interval_ms else None
+
     def taken(self, at: float) -> dict[str, Claim]:
         """The claims once the sharer's call at `at` is counted. A moment taken beyond its part (one nobody else
         used) costs the sharer nothing: its own next moment stays."""

@@ -18,15 +18,6 @@ _PARAMETER = re.compile(r"^/?[A-Za-z0-9_.\-/]{1,1011}$")  # SSM's name alphabet 
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9_@.\-]{1,32}$")  # a Tencent IM account id (UserID: at most 32 bytes)
 _FEISHU_APP_ID = re.compile(r"^cli_[A-Za-z0-9]{1,60}$")
 MAX_SDK_APP_ID = 2**32 - 1
-WAITING_STEP_S, WAITING_MOST_S = 60, 900
-
-
-def waiting_for_tenant_s(receive_count: int) -> int:
-    """How long a disabled tenant's delivery waits before it looks again: longer each time (a minute more,
-    at most fifteen), so the IM queue's 100 receives last about 23 hours before a push dead-letters (the events
-    queue's 30, about 6), and an enabled tenant resumes within fifteen minutes. README states both figures; a test
-    derives them from the template and the worker."""
-    return min(WAITING_MOST_S, WAITING_STEP_S * max(1, receive_count))
 
 
 class TenantUnknown(PermissionDenied):
@@ -40,10 +31,11 @@ class TenantDisabled(PermissionDenied):
 
 
 class TenantPaused(Exception):
-    """A disabled tenant's delivery: it waits, untried, until the tenant is enabled again."""
+    """A disabled tenant's delivery: it is held, untried, until the tenant is enabled again (herald.holds)."""
 
     def __init__(self, app_code: str) -> None:
         super().__init__(f"tenant {app_code} is disabled")
+        self.app_code = app_code
 
 
 @dataclass(frozen=True)

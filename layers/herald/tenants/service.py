@@ -62,6 +62,14 @@ class Tenants:
             self._cached[app_code] = (tenant, now)
         return tenant
 
+    def enabled_now(self, app_code: str) -> bool:
+        """Whether the tenant is enabled as stored now, not as cached (kept as the cache's from now): a worker that
+        held a delivery checks that no `enable` came between its cached read and its hold."""
+        tenant = self._store.get(app_code)
+        with self._lock:
+            self._cached[app_code] = (tenant, self._clock())
+        return tenant is None or tenant.enabled
+
     def admit(self, app_code: str) -> None:
         """Refuse a disabled tenant, and an unregistered one when the stack requires registration (403)."""
         tenant = self.find(app_code)

@@ -7,6 +7,8 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from herald.container import Container, part
+from herald.holds.models import Held
+from herald.holds.wiring import holds
 from herald.limits.shares import RegisteredShares, Unshared
 from herald.tenants.dynamo import DynamoTenantStore
 from herald.tenants.models import Tenant, TenantPaused, TenantRules
@@ -30,6 +32,15 @@ def tenants(c: Container) -> Tenants:
         clock=c.clock,
         cache_ms=settings.tenant_cache_seconds * 1000,
     )
+
+
+def switch_tenant(app_code: str, enabled: bool, c: Container | None = None) -> tuple[Tenant, int]:
+    """An operator's switch: disabled, the tenant's deliveries are held as workers meet them (herald.holds);
+    enabled, the switch is written first and every held delivery then goes back on its queue at once. The tenant
+    as switched, and how many held deliveries went back."""
+    tenant = tenants(c).switch(app_code, enabled)
+    released = holds(c).release(Held.tenant_scope(app_code)) if enabled else 0
+    return tenant, released
 
 
 @part

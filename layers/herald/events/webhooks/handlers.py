@@ -8,8 +8,8 @@ import json
 from herald.clock import now_ms
 from herald.events.jobs import Job
 from herald.events.webhooks.models import StatusNotice, notice_for
-from herald.events.webhooks.service import WebhookNotDelivered
-from herald.events.webhooks.wiring import notice_queue, webhook_poster
+from herald.events.webhooks.service import WebhookNotDelivered, unasked
+from herald.events.webhooks.wiring import notice_queue, webhook_poster, webhook_store
 from herald.observability import logger, metrics
 from herald.workers import PermanentFailure, QueueMessage, RetryLater
 
@@ -23,8 +23,10 @@ def retry_in_s(receive_count: int) -> int:
 
 
 def on_job_change(before: Job | None, after: Job | None) -> None:
-    """The events outbox's share for webhooks: queue the notice a job's stored change calls for, if any."""
-    if (notice := notice_for(before, after, now_ms())) is not None:
+    """The events outbox's share for webhooks: queue the notice a job's stored change calls for, if its service's
+    webhook asks for it (a notice queued for none cost three SQS requests and an invocation to throw away)."""
+    notice = notice_for(before, after, now_ms())
+    if notice is not None and unasked(webhook_store().get(notice.service_id, notice.tenant), notice) is None:
         notice_queue().publish(notice)
 
 

@@ -39,6 +39,14 @@ class Posted(StrEnum):
     NOT_ASKED = "not_asked"  # its webhook does not ask for this status
 
 
+def unasked(webhook: StatusWebhook | None, notice: StatusNotice) -> Posted | None:
+    """Why `notice` is not to be posted to `webhook`, the service's as registered now (None: it is). The events
+    outbox asks before it queues a notice, the poster again before it posts (a webhook changes in between)."""
+    if webhook is None:
+        return Posted.NO_WEBHOOK
+    return Posted.NOT_ASKED if notice.status not in webhook.statuses else None
+
+
 class StatusWebhooks:
     """A partner's webhook, kept per service and tenant."""
 
@@ -113,10 +121,9 @@ class WebhookPoster:
 
     def post(self, notice: StatusNotice) -> Posted:
         webhook = self._store.get(notice.service_id, notice.tenant)
-        if webhook is None:
-            return Posted.NO_WEBHOOK
-        if notice.status not in webhook.statuses:
-            return Posted.NOT_ASKED
+        not_for = unasked(webhook, notice)
+        if not_for is not None or webhook is None:  # (None has a reason: this narrows the type)
+            return not_for or Posted.NO_WEBHOOK
         body, now = notice.body(), self._clock()
         headers = {
             "content-type": "application/json",

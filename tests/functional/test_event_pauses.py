@@ -1,0 +1,128 @@
+"""Issue 48, item 1, on moto: an operator pauses a partner service's deliveries (or one target's lane) with
+`herald-ops events pause`: intake answers 202 as always, nothing reaches Feishu, the lanes it meets are held off
+their queue (nothing spends receives or dead-letters however long), and `events resume` delivers what waited in
+order, at once. A pause of one target leaves the service's other lanes moving."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from herald_ops.cli import main
+
+from herald.auth.service_keys import ServiceKeys
+from herald.container import Container, current
+from herald.holds.wiring import holds
+from herald_dev.fakes.feishu import FakeFeishu
+from tests.functional.test_events import Partner, titles
+from tests.support.container import reconfigure
+from tests.support.deployed import deployed_stack
+from tests.support.events import EventsPipeline
+
+OTHER = {"receive_id": "oc_other", "receive_id_type": "chat_id"}
+
+
+@pytest.fixture(autouse=True)
+def pauses_read_at_once(events: EventsPipeline) -> None:
+    reconfigure(pauses_cache_seconds=0)
+
+
+@pytest.fixture
+def partner(api: TestClient, service_keys: ServiceKeys) -> Partner:
+    return Partner(api, service_keys, "scheduler", ["chat_id:oc_ops"])
+
+
+@pytest.fixture
+def by_target(api: TestClient, service_keys: ServiceKeys) -> Partner:
+    return Partner(api, service_keys, "deploys", ["chat_id:oc_ops", "chat_id:oc_other"], order="target")
+
+
+STACK = "herald-prod"
+
+
+def test_a_paused_service_keeps_accepting_sends_nothing_and_delivers_in_order_on_resume(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    holds().pause("service#scheduler", "ana", "chat migration")
+    for n in range(1, 4):
+        partner.accept(f"e{n}", title=f"job {n}")  # 202: intake goes on
+    events.drain()
+    assert feishu.log == [] and feishu.stats["token_requests"] == 0
+    assert events.release_deferred() == 0  # held off the queue: nothing waits to come back
+    ((pause, lanes_held),) = holds().paused()
+    assert (pause.key, pause.by, pause.note, lanes_held) == ("service#scheduler", "ana", "chat migration", 1)
+    assert holds().resume("service#scheduler") == 1
+    events.drain()
+    assert titles(feishu) == ["job 1", "job 2", "job 3"]
+    assert holds().paused() == []
+
+
+def test_a_paused_target_holds_its_lane_and_leaves_the_services_other_lanes_moving(
+    by_target: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    holds().pause("lane#deploys/chat_id:oc_ops", "ana", "")
+    by_target.accept("d1", title="to ops")
+    by_target.accept("d2", title="to other", target=OTHER)
+    events.drain()
+    assert titles(feishu) == [] and titles(feishu, "oc_other") == ["to other"]
+    holds().resume("lane#deploys/chat_id:oc_ops")
+    events.drain()
+    assert titles(feishu) == ["to ops"]
+
+
+def test_a_pause_made_while_a_worker_held_an_old_reading_is_still_honoured_and_a_resume_it_missed_too(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    """A worker keeps the pauses it read for a few seconds (HERALD_PAUSES_CACHE_SECONDS). A lane it holds after a
+    resume it had not seen yet is put back by that worker itself: its hold re-reads the pause."""
+    reconfigure(pauses_cache_seconds=3600)
+    holds().pause("service#scheduler", "ana", "")
+    partner.accept("e1", title="job 1")
+    events.drain()  # this process read the pause: held
+    assert feishu.log == []
+    operator = holds(Container(current().settings))  # herald-ops, in a process of its own
+    assert operator.resume("service#scheduler") == 1  # the worker's reading still says paused
+    partner.accept("e2", title="job 2")
+    events.drain()  # the worker holds the lane again, re-reads, finds no pause and puts it back itself
+    assert titles(feishu) == ["job 1", "job 2"] and holds().paused() == []
+
+
+@pytest.fixture
+def deployed() -> Iterator[None]:
+    with deployed_stack(STACK):
+        yield
+
+
+def ops(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> list[dict[str, object]]:
+    capsys.readouterr()
+    assert main([*args, "--json", "--stack", STACK]) == code
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+
+
+def test_the_operator_pauses_lists_and_resumes_with_herald_ops(
+    deployed: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (paused,) = ops(capsys, "events", "pause", "--service", "deploys", "--target", "chat_id:oc_ops", "--note", "move")
+    assert (paused["paused"], paused["note"]) == ("lane#deploys/chat_id:oc_ops", "move")
+    ops(capsys, "events", "pause", "--service", "scheduler", "--by", "ana")
+    listed = ops(capsys, "events", "paused")
+    assert [(row["paused"], row["lanes_held"]) for row in listed] == [
+        ("lane#deploys/chat_id:oc_ops", 0),
+        ("service#scheduler", 0),
+    ]
+    assert ops(capsys, "events", "resume", "--service", "scheduler") == [
+        {"resumed": "service#scheduler", "lanes_released": 0}
+    ]
+    assert [row["paused"] for row in ops(capsys, "events", "paused")] == ["lane#deploys/chat_id:oc_ops"]
+
+
+def test_resuming_what_is_not_paused_is_refused_and_a_bad_target_is_a_usage_error(
+    deployed: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["events", "resume", "--service", "ghost", "--stack", STACK]) == 2
+    assert "nothing is paused" in capsys.readouterr().err
+    assert main(["events", "pause", "--service", "s", "--target", "oc_no_type", "--stack", STACK]) == 2
+    assert "receive_id_type:receive_id" in capsys.readouterr().err
+    assert ops(capsys, "events", "paused") == []
