@@ -6,6 +6,7 @@
     herald-ops events pause|resume|paused          hold a partner service's (or one target's) deliveries
     herald-ops dlq list|peek|redrive|purge         dead-letter queues
     herald-ops confirms stuck|repair               confirms the janitor could not settle
+    herald-ops confirms pause|resume|paused        hold a tenant's IM pushes
     herald-ops owners list|disable|enable|release|transfer   owner services' registered business types
     herald-ops tenants set|list|show|disable|enable   each app_code's own Tencent IM and Feishu apps
     herald-ops preflight --stack NAME              what a deploy still needs

@@ -151,7 +151,7 @@ def test_pausing_a_partner_as_written(make_dev: None) -> None:
         (accepted,) = [v for v in json_values(output) if "code" in v]
         assert accepted["code"] == "OK" and accepted["data"]["status"] == "accepted", output
         assert re.search(r"^service#moving\s+\S+\s+chat being migrated\s+.*\s1$", output, re.MULTILINE), output
-        assert re.search(r"^lanes released\s+1$", output, re.MULTILINE), output
+        assert re.search(r"^released\s+1$", output, re.MULTILINE), output
         eventually(functools.partial(_one_more, feishu, before))
 
 

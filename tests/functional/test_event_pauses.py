@@ -108,14 +108,25 @@ def test_the_operator_pauses_lists_and_resumes_with_herald_ops(
     assert (paused["paused"], paused["note"]) == ("lane#deploys/chat_id:oc_ops", "move")
     ops(capsys, "events", "pause", "--service", "scheduler", "--by", "ana")
     listed = ops(capsys, "events", "paused")
-    assert [(row["paused"], row["lanes_held"]) for row in listed] == [
+    assert [(row["paused"], row["held"]) for row in listed] == [
         ("lane#deploys/chat_id:oc_ops", 0),
         ("service#scheduler", 0),
     ]
     assert ops(capsys, "events", "resume", "--service", "scheduler") == [
-        {"resumed": "service#scheduler", "lanes_released": 0}
+        {"resumed": "service#scheduler", "released": 0}
     ]
     assert [row["paused"] for row in ops(capsys, "events", "paused")] == ["lane#deploys/chat_id:oc_ops"]
+
+
+def test_a_tenants_pushes_are_paused_and_resumed_with_herald_ops_confirms(
+    deployed: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (paused,) = ops(capsys, "confirms", "pause", "--tenant", "acme", "--note", "app re-approval", "--by", "ana")
+    assert (paused["paused"], paused["by"], paused["note"]) == ("tenant#acme", "ana", "app re-approval")
+    assert [row["paused"] for row in ops(capsys, "confirms", "paused")] == ["tenant#acme"]
+    assert [row["paused"] for row in ops(capsys, "events", "paused")] == ["tenant#acme"]  # one list of pauses
+    assert ops(capsys, "confirms", "resume", "--tenant", "acme") == [{"resumed": "tenant#acme", "released": 0}]
+    assert main(["confirms", "resume", "--tenant", "acme", "--stack", STACK]) == 2  # not paused any more
 
 
 def test_resuming_what_is_not_paused_is_refused_and_a_bad_target_is_a_usage_error(

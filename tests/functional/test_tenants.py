@@ -14,7 +14,7 @@ from herald.api.app import create_app
 from herald.auth.models import OWNER_CAPABILITY
 from herald.auth.service_keys import ServiceKeys
 from herald.events.wiring import event_store
-from herald.holds.models import Held, HeldQueue
+from herald.holds.models import Held, HeldQueue, Pause
 from herald.holds.wiring import holds
 from herald.providers.tencent_im import verify_user_sig
 from herald.tenants.models import FeishuApp, TencentImApp
@@ -120,6 +120,24 @@ def test_a_disabled_tenants_pushes_are_held_off_their_queue_and_back_on_it_at_on
     assert holds().held(Held.tenant_scope("acme")) == []
     assert pipeline.pump_queue() == 2  # back at once: no backoff to wait out
     assert len(pushes_to(fake_im, "20001")) == 1 and len(pushes_to(fake_im, "20003")) == 1
+
+
+def test_a_paused_tenants_pushes_are_held_while_its_requests_are_served_and_go_out_on_resume(
+    acme_im: TestClient, pipeline: ConfirmPipeline, fake_im: FakeTencentIm
+) -> None:
+    """Issue 48: `confirms pause --tenant APP` holds the tenant's IM pushes (its app being re-approved, say) while
+    the tenant's users go on being served (not `disable`, which refuses them); another tenant's pushes go on."""
+    reconfigure(tenant_cache_seconds=0, pauses_cache_seconds=0)
+    holds().pause(Pause.key_of_tenant("acme"), "ana", "app re-approval")
+    invite(acme_im, "acme", target="20001")  # served: the tenant is not disabled
+    invite(acme_im, "lalu", target="20002")
+    pipeline.drain(backoff_elapses=True)
+    assert not pushes_to(fake_im, "20001") and len(pushes_to(fake_im, "20002")) == 1
+    ((pause, held),) = holds().paused()
+    assert (pause.key, held) == ("tenant#acme", 1)
+    assert holds().resume("tenant#acme") == 1
+    pipeline.drain()
+    assert len(pushes_to(fake_im, "20001")) == 1
 
 
 def test_each_tenants_cards_go_through_its_own_feishu_app_and_its_outage_holds_back_only_its_lanes(

@@ -42,14 +42,14 @@ def test_a_paused_service_is_held_while_its_events_are_accepted_and_delivered_in
 
     def held() -> int:
         (row,) = [row for row in ops(cloud, "events", "paused") if row["paused"] == f"service#{service}"]
-        assert row["lanes_held"] == 1, row
-        return int(row["lanes_held"])
+        assert row["held"] == 1, row
+        return int(row["held"])
 
     eventually(held, timeout=60)
     assert _cards(cloud, chat) == []  # held: the worker met the lane and sent nothing
     started = time.monotonic()
     (resumed,) = ops(cloud, "events", "resume", "--service", service)
-    assert resumed["lanes_released"] == 1
+    assert resumed["released"] == 1
     eventually(lambda: _all_three(_cards(cloud, chat)), timeout=10)
     print(f"held events delivered {time.monotonic() - started:.1f} s after resume")
 

@@ -38,7 +38,7 @@ def holds() -> tuple[Holds, InMemoryHoldStore, Queues, FakeClock]:
 def test_held_messages_go_back_to_their_queues_in_the_order_their_queue_had_them_and_are_then_gone() -> None:
     service, store, queues, clock = holds()
     for sent_ms, message_id in ((300, "m3"), (100, "m1"), (200, "m2")):
-        service.hold(functools.partial(Held.push, "acme", f"body {message_id}", "acme#u1", message_id, sent_ms), still)
+        service.hold(functools.partial(Held.push, SCOPE, f"body {message_id}", "acme#u1", message_id, sent_ms), still)
         clock.advance(1_000)
     service.hold(lambda now: Held.lane(SCOPE, "acme-ci", '{"lane":"acme-ci"}', now), lambda: True)
     assert [held.queue for held in service.held(SCOPE)] == [HeldQueue.EVENTS, *[HeldQueue.IM_PUSH] * 3]
@@ -60,7 +60,7 @@ def test_a_hold_whose_tenant_was_enabled_meanwhile_is_released_by_its_own_worker
     """The worker read the tenant disabled (through its cache) and the operator's `enable` released the holds
     before this one was written: nothing else would ever put it back."""
     service, store, queues, _ = holds()
-    service.hold(lambda now: Held.push("acme", "body", "acme#u1", "m1", 1, now), lambda: False)
+    service.hold(lambda now: Held.push(SCOPE, "body", "acme#u1", "m1", 1, now), lambda: False)
     assert store.items == {} and [body for _, body, _, _ in queues.sent] == ["body"]
 
 

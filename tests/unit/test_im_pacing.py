@@ -16,12 +16,20 @@ from herald.confirms.models import Confirm, ConfirmStatus, CustomMessage, SendRe
 from herald.confirms.pacing import TencentImLimits, TencentImPace
 from herald.confirms.wiring import delivery as delivery_part
 from herald.container import current
+from herald.holds.service import Holds
+from herald.holds.wiring import holds
 from herald.limits.governor import Governor
 from herald.providers.tencent_im import TencentImError
 from herald.tenants.wiring import tenants
 from herald.workers import QueueMessage, RetryLater
 from tests.support.clock import FakeClock, most_in_any_window
-from tests.support.fakes import InMemoryBucketStore, InMemoryConfirmStore, InMemoryDeliveryStore, tenants_in_memory
+from tests.support.fakes import (
+    InMemoryBucketStore,
+    InMemoryConfirmStore,
+    InMemoryDeliveryStore,
+    InMemoryHoldStore,
+    tenants_in_memory,
+)
 
 APP = 1_400_000_001
 WEEK_MS = 7 * 86_400_000
@@ -155,6 +163,7 @@ def test_the_worker_hides_a_paced_push_for_its_wait_without_a_failure(herald: He
     herald.tencent.refusals = 10
     current().override(delivery_part, herald.delivery)
     current().override(tenants, tenants_in_memory())
+    current().override(holds, Holds(InMemoryHoldStore(), lambda *message: None))  # nothing is paused
     body = json.dumps(push.to_message())
     message = QueueMessage(message_id="m1", body=body, group_id="user1", receipt_handle="r", receive_count=1, sent_ms=0)
     with pytest.raises(RetryLater) as later, budgets.invocation(lambda: 60_000):

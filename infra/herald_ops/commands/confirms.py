@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from herald_ops.commands import pauses
 from herald_ops.commands.common import (
+    F,
     app_option,
     print_record,
     print_rows,
@@ -60,3 +62,33 @@ def confirms_repair(confirm_id: str, app: str | None, **where: Any) -> int:
         return refuse(error.message)
     print_record({**view(repaired.confirm), "resent": list(repaired.resent)})
     return 0
+
+
+def tenant_option(command: F) -> F:
+    return click.option("--tenant", "app_code", required=True, metavar="APP_CODE", help="whose pushes")(command)
+
+
+@confirms.command("pause", help="hold a tenant's IM pushes (its users are still served): nothing is sent")
+@tenant_option
+@pauses.noted
+@stack_options
+def confirms_pause(app_code: str, by: str, note: str, **where: Any) -> int:
+    from herald.holds.models import Pause
+
+    return pauses.pause(Pause.key_of_tenant(app_code), by, note, where)
+
+
+@confirms.command("resume", help="end a tenant's pause: its held pushes go out at once, in order")
+@tenant_option
+@stack_options
+def confirms_resume(app_code: str, **where: Any) -> int:
+    from herald.holds.models import Pause
+
+    return pauses.resume(Pause.key_of_tenant(app_code), where)
+
+
+@confirms.command("paused", help="every pause (pushes' and events'): since when, by whom, why, and what it holds")
+@pauses.waiting
+@stack_options
+def confirms_paused(wait: int, **where: Any) -> int:
+    return pauses.listed(wait, where)

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import click
+from herald_ops.commands import pauses
 from herald_ops.commands.common import (
     F,
     print_record,
@@ -148,9 +149,6 @@ def events_webhooks(**where: Any) -> int:
     return 0
 
 
-PAUSES = Listing(("paused", "by", "note", "since_ms", "lanes_held"), "Nothing is paused: every lane is delivering.")
-
-
 def _pause_key(service: str, target: str | None) -> str:
     """A service's pause, or one target's (the lane of a service that posts `order: target`)."""
     from herald.events.models import Lane, Target
@@ -172,47 +170,21 @@ def pause_options(command: F) -> F:
 
 @events.command("pause", help="hold a service's (or one target's) deliveries: intake goes on, nothing is sent")
 @pause_options
-@click.option("--by", default=lambda: os.environ.get("USER", "operator"), help="who pauses (recorded)")
-@click.option("--note", default="", help="why (recorded)")
+@pauses.noted
 @stack_options
 def events_pause(service: str, target: str | None, by: str, note: str, **where: Any) -> int:
-    from herald.holds.wiring import holds
-
-    pause = holds(stack_of(**where).container).pause(_pause_key(service, target), by, note)
-    print_record({"paused": pause.key, "by": pause.by, "note": pause.note, "since_ms": pause.since_ms})
-    return 0
+    return pauses.pause(_pause_key(service, target), by, note, where)
 
 
 @events.command("resume", help="end a pause: what it held is delivered at once, in order, at the governed pace")
 @pause_options
 @stack_options
 def events_resume(service: str, target: str | None, **where: Any) -> int:
-    from herald.holds.wiring import holds
-
-    key = _pause_key(service, target)
-    try:
-        released = holds(stack_of(**where).container).resume(key)
-    except HeraldError as error:
-        return refuse(error.message)
-    print_record({"resumed": key, "lanes_released": released})
-    return 0
+    return pauses.resume(_pause_key(service, target), where)
 
 
-@events.command("paused", help="what is paused: since when, by whom, why, and how many lanes it holds")
-@click.option(
-    "--wait", default=0, type=click.IntRange(0, 300), metavar="SECONDS", help="look again until a pause holds a lane"
-)
+@events.command("paused", help="every pause (events' and pushes'): since when, by whom, why, and what it holds")
+@pauses.waiting
 @stack_options
 def events_paused(wait: int, **where: Any) -> int:
-    from herald.holds.wiring import holds
-
-    service, deadline = holds(stack_of(**where).container), time.monotonic() + wait
-    found = service.paused()
-    while not any(held for _, held in found) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        found = service.paused()
-    rows = [
-        {"paused": p.key, "by": p.by, "note": p.note, "since_ms": p.since_ms, "lanes_held": held} for p, held in found
-    ]
-    print_rows(rows, PAUSES)
-    return 0
+    return pauses.listed(wait, where)

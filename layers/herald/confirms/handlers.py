@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from herald.confirms.delivery import (
     DeliveryPaced,
@@ -48,15 +49,14 @@ def on_im_push(record: QueueMessage) -> None:
         push = Push.from_message(json.loads(record.body))
     except (ValueError, KeyError, TypeError) as exc:
         raise PermanentFailure(f"malformed push message: {exc}") from exc
+    if (pause := holds().pause_of_tenant(push.app_code)) is not None:  # an operator's `confirms pause`
+        _hold_push(push, record, pause.scope, lambda: holds().in_force(pause.key))
+        return
     try:
         sent = delivery_for()(push.app_code).deliver(push)
     except TenantPaused:  # held off its queue, untried, until the tenant is enabled again
-        metrics.add_metric(name="ImPushHeldForTenant", unit="Count", value=1)
-        held = holds().hold(
-            lambda now: Held.push(push.app_code, record.body, record.group_id, record.message_id, record.sent_ms, now),
-            still_paused=lambda: not tenants().enabled_now(push.app_code),
-        )
-        logger.info("im push held: its tenant is disabled", confirm_id=push.confirm_id, held=held.key)
+        app_code = push.app_code
+        _hold_push(push, record, Held.tenant_scope(app_code), lambda: not tenants().enabled_now(app_code))
         return
     except PermanentDeliveryFailure as exc:
         metrics.add_metric(name="ImPushFailed", unit="Count", value=1)
@@ -70,6 +70,16 @@ def on_im_push(record: QueueMessage) -> None:
         raise RetryLater(str(exc), exc.delay_ms / 1000) from exc
     metrics.add_metric(name="ImPushDelivered", unit="Count", value=1)
     logger.info("im push done", confirm_id=push.confirm_id, kind=push.kind, already_sent=sent.status == "sent")
+
+
+def _hold_push(push: Push, record: QueueMessage, scope: str, still_paused: Callable[[], bool]) -> None:
+    """The push off its queue, held in `scope` (a disabled tenant's, an operator's pause) until it is resumed."""
+    metrics.add_metric(name="ImPushHeld", unit="Count", value=1)
+    held = holds().hold(
+        lambda now: Held.push(scope, record.body, record.group_id, record.message_id, record.sent_ms, now),
+        still_paused,
+    )
+    logger.info("im push held", confirm_id=push.confirm_id, scope=scope, held=held.key)
 
 
 def settle_due_confirms() -> int:

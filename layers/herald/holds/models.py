@@ -32,9 +32,9 @@ class Held:
         return f"tenant#{app_code}"
 
     @classmethod
-    def push(cls, app_code: str, body: str, group_id: str, message_id: str, sent_ms: int, now: int) -> Held:
+    def push(cls, scope: str, body: str, group_id: str, message_id: str, sent_ms: int, now: int) -> Held:
         key = f"push#{sent_ms:013d}#{message_id}"
-        return cls(cls.tenant_scope(app_code), key, HeldQueue.IM_PUSH, body, group_id, now)
+        return cls(scope, key, HeldQueue.IM_PUSH, body, group_id, now)
 
     @classmethod
     def lane(cls, scope: str, lane: str, body: str, now: int) -> Held:
@@ -51,9 +51,10 @@ PAUSES_SCOPE = "pauses"  # where the operators' pauses are kept (one partition: 
 
 @dataclass(frozen=True)
 class Pause:
-    """An operator's pause of external-event delivery: a service's lanes (`service#S`) or one lane of a service that
-    posts `order: target` (`lane#LANE`), with who paused it, when and why. While it lasts, intake goes on and a
-    worker meeting a paused lane holds it under the pause's own scope, released by its resume."""
+    """An operator's pause: of external-event delivery, a service's lanes (`service#S`) or one lane of a service
+    that posts `order: target` (`lane#LANE`); of a tenant's IM pushes (`tenant#APP_CODE`); with who paused it, when
+    and why. While it lasts, intake goes on and a worker meeting what it pauses holds it under the pause's own
+    scope, released by its resume."""
 
     key: str
     by: str
@@ -63,6 +64,10 @@ class Pause:
     @staticmethod
     def key_of(service_id: str, lane: str = "") -> str:
         return f"lane#{lane}" if lane else f"service#{service_id}"
+
+    @staticmethod
+    def key_of_tenant(app_code: str) -> str:
+        return f"tenant#{app_code}"
 
     @property
     def scope(self) -> str:

@@ -92,16 +92,24 @@ class Holds:
 
     def pause_of(self, lane: str, service_id: str) -> Pause | None:
         """The pause that holds `lane` now, as read at most `cache_ms` ago (the lane's own before its service's)."""
-        now = self._clock()
-        with self._lock:
-            cached = self._cached
-        if cached is None or now - cached[1] >= self._cache_ms:
-            cached = self._pauses_now(), now
-        return next((cached[0][key] for key in pause_keys_of(lane, service_id) if key in cached[0]), None)
+        pauses = self._cached_pauses()
+        return next((pauses[key] for key in pause_keys_of(lane, service_id) if key in pauses), None)
+
+    def pause_of_tenant(self, app_code: str) -> Pause | None:
+        """The pause that holds the tenant's IM pushes now, as read at most `cache_ms` ago."""
+        return self._cached_pauses().get(Pause.key_of_tenant(app_code))
 
     def in_force(self, key: str) -> bool:
         """Whether the pause `key` is in force as stored now (a worker that held a lane asks after its hold)."""
         return key in self._pauses_now()
+
+    def _cached_pauses(self) -> dict[str, Pause]:
+        now = self._clock()
+        with self._lock:
+            cached = self._cached
+        if cached is None or now - cached[1] >= self._cache_ms:
+            return self._pauses_now()
+        return cached[0]
 
     def _forget(self) -> None:
         with self._lock:
