@@ -107,6 +107,8 @@ def test_the_operator_pauses_lists_and_resumes_with_herald_ops(
     (paused,) = ops(capsys, "events", "pause", "--service", "deploys", "--target", "chat_id:oc_ops", "--note", "move")
     assert (paused["paused"], paused["note"]) == ("lane#deploys/chat_id:oc_ops", "move")
     ops(capsys, "events", "pause", "--service", "scheduler", "--by", "ana")
+    (again,) = ops(capsys, "events", "pause", "--service", "scheduler", "--by", "bo")  # the table's condition holds
+    assert again["by"] == "ana"
     listed = ops(capsys, "events", "paused")
     assert [(row["paused"], row["held"]) for row in listed] == [
         ("lane#deploys/chat_id:oc_ops", 0),

@@ -591,8 +591,8 @@ class InMemoryHoldStore:
     def delete(self, held: Held) -> None:
         self.items.pop((held.scope, held.key), None)
 
-    def put_pause(self, pause: Pause) -> None:
-        self.pauses_in_force[pause.key] = pause
+    def put_pause(self, pause: Pause) -> bool:
+        return self.pauses_in_force.setdefault(pause.key, pause) is pause
 
     def pauses(self) -> list[Pause]:
         return list(self.pauses_in_force.values())

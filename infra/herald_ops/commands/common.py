@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, Stack
 from herald.clock import now_ms
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 WAIT_CHOICES = click.IntRange(0, 20)
 AS_JSON = "herald_ops.json"
 
@@ -55,6 +57,16 @@ def app_option(command: F) -> F:
 
 def stack_of(stack_name: str | None, profile: str | None, region: str | None, state_file: str, template: str) -> Stack:
     return Stack(stack_name, profile, region, Path(state_file), Path(template))
+
+
+def looked_until(read: Callable[[], T], shows: Callable[[T], bool], wait_s: int) -> T:
+    """`read()`, read again every half second until `shows` what a script waits for or `wait_s` passed (0: once)."""
+    deadline = time.monotonic() + wait_s
+    found = read()
+    while not shows(found) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = read()
+    return found
 
 
 def refuse(message: str) -> int:

@@ -4,13 +4,13 @@ who and when)."""
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import click
 from herald_ops.commands import pauses
 from herald_ops.commands.common import (
     F,
+    looked_until,
     print_record,
     print_rows,
     refuse,
@@ -49,11 +49,8 @@ def _blocked(only_unknown: bool, service: str | None, wait: int, where: dict[str
     passed (a script that just caused one)."""
     from herald_ops.views import blocked_services
 
-    stack, deadline = stack_of(**where), time.monotonic() + wait
-    found = blocked_services(stack, only_unknown, service)
-    while not found and time.monotonic() < deadline:
-        time.sleep(0.5)
-        found = blocked_services(stack, only_unknown, service)
+    stack = stack_of(**where)
+    found = looked_until(lambda: blocked_services(stack, only_unknown, service), bool, wait)
     print_rows(found, UNKNOWN_JOBS if only_unknown else BLOCKED_LANES)
     return 0
 

@@ -4,11 +4,10 @@ when and why (herald.holds), its end putting back what it held, and the listing 
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import click
-from herald_ops.commands.common import F, print_record, print_rows, refuse, stack_of
+from herald_ops.commands.common import F, looked_until, print_record, print_rows, refuse, stack_of
 from herald_ops.output import Listing
 
 from herald.errors import HeraldError
@@ -52,11 +51,8 @@ def listed(wait: int, where: dict[str, Any]) -> int:
     """Every pause; with `wait`, looked at again until one holds something or that many seconds passed."""
     from herald.holds.wiring import holds
 
-    service, deadline = holds(stack_of(**where).container), time.monotonic() + wait
-    found = service.paused()
-    while not any(held for _, held in found) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        found = service.paused()
+    service = holds(stack_of(**where).container)
+    found = looked_until(service.paused, lambda pauses: any(held for _, held in pauses), wait)
     rows = [{"paused": p.key, "by": p.by, "note": p.note, "since_ms": p.since_ms, "held": held} for p, held in found]
     print_rows(rows, PAUSES)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pynamodb.attributes import UnicodeAttribute
-from pynamodb.exceptions import DeleteError
+from pynamodb.exceptions import DeleteError, PutError
 from pynamodb.models import Model
 
 from herald.holds.models import PAUSES_SCOPE, Held, HeldQueue, Pause
@@ -57,8 +57,16 @@ class DynamoHoldStore:
     def delete(self, held: Held) -> None:
         self._rows(held.scope, held.key).delete()
 
-    def put_pause(self, pause: Pause) -> None:
-        self._pauses(PAUSES_SCOPE, pause.key, paused_by=pause.by, note=pause.note, since_ms=pause.since_ms).save()
+    def put_pause(self, pause: Pause) -> bool:
+        rows = self._pauses
+        row = rows(PAUSES_SCOPE, pause.key, paused_by=pause.by, note=pause.note, since_ms=pause.since_ms)
+        try:
+            row.save(condition=rows.held_key.does_not_exist())
+        except PutError as error:
+            if condition_failed(error):
+                return False
+            raise
+        return True
 
     def pauses(self) -> list[Pause]:
         rows = self._pauses.query(PAUSES_SCOPE, consistent_read=True)

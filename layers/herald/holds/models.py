@@ -69,9 +69,14 @@ class Pause:
     def key_of_tenant(app_code: str) -> str:
         return f"tenant#{app_code}"
 
+    @staticmethod
+    def scope_of(key: str) -> str:
+        """Where the pause `key` keeps what it holds."""
+        return f"pause#{key}"
+
     @property
     def scope(self) -> str:
-        return f"pause#{self.key}"
+        return self.scope_of(self.key)
 
 
 def pause_keys_of(lane: str, service_id: str) -> tuple[str, str]:

@@ -25,7 +25,9 @@ class HoldStore(Protocol):
 
     def delete(self, held: Held) -> None: ...
 
-    def put_pause(self, pause: Pause) -> None: ...
+    def put_pause(self, pause: Pause) -> bool:
+        """Whether it was written: not when a pause of its key is in force already (a conditional write)."""
+        ...
 
     def pauses(self) -> list[Pause]:
         """Every pause in force (a consistent read)."""
@@ -71,20 +73,19 @@ class Holds:
 
     # ------------------------------------------------------------------ operators' pauses
     def pause(self, key: str, by: str, note: str) -> Pause:
-        """Pause the lanes `key` names (Pause.key_of); pausing again keeps the first pause, its time and author."""
-        if (existing := self._pauses_now().get(key)) is not None:
-            return existing
+        """Pause the lanes `key` names (Pause.key_of); pausing again keeps the first pause, its time and author
+        (two operators at once: one write wins, and both are answered with it)."""
         pause = Pause(key, by, note, self._clock())
-        self._store.put_pause(pause)
+        written = self._store.put_pause(pause)
         self._forget()
-        return pause
+        return pause if written else self._pauses_now().get(key, pause)
 
     def resume(self, key: str) -> int:
         """End the pause (written first), then put every lane it held back on its queue: how many."""
         if not self._store.delete_pause(key):
             raise NotFound(f"nothing is paused as {key}")
         self._forget()
-        return self.release(Pause(key, "", "", 0).scope)
+        return self.release(Pause.scope_of(key))
 
     def paused(self) -> list[tuple[Pause, int]]:
         """Each pause in force, with how many lanes it holds now."""

@@ -121,9 +121,10 @@ class WebhookPoster:
 
     def post(self, notice: StatusNotice) -> Posted:
         webhook = self._store.get(notice.service_id, notice.tenant)
-        not_for = unasked(webhook, notice)
-        if not_for is not None or webhook is None:  # (None has a reason: this narrows the type)
-            return not_for or Posted.NO_WEBHOOK
+        if webhook is None:
+            return Posted.NO_WEBHOOK
+        if (not_for := unasked(webhook, notice)) is not None:
+            return not_for
         body, now = notice.body(), self._clock()
         headers = {
             "content-type": "application/json",
