@@ -42,6 +42,7 @@ TEST_ENV = {
     "HERALD_TURNS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/test-TurnsQueue.fifo",
     "HERALD_RATE_LIMITS_TABLE": "test-RateLimitsTable",
     "HERALD_HOLDS_TABLE": "test-HoldsTable",
+    "HERALD_AUDIT_TABLE": "test-AuditTable",
     "HERALD_OWNERS_TABLE": "test-OwnersTable",
     "HERALD_TENANTS_TABLE": "test-TenantsTable",
     # Tests' owner services listen on loopback over http; the SSRF tests put the deployed rules back.

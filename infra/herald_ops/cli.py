@@ -10,6 +10,8 @@
     herald-ops owners list|disable|enable|release|transfer   owner services' registered business types
     herald-ops tenants set|list|show|disable|enable   each app_code's own Tencent IM and Feishu apps
     herald-ops preflight --stack NAME              what a deploy still needs
+    herald-ops audit [--since] [--actor] [--verb]  every operator act that changed anything (kept 400 days)
+    herald-ops find ID [--service S]               what any id Herald issued or recorded names, and its timeline
 
 Installed with Herald's runtime and `click` and `PyYAML` only (`pip install '.[ops]'`): no emulator, no test
 dependency. Each command prints a table (or one record's fields) with local times and ages, and `--json` JSON
@@ -21,7 +23,7 @@ from __future__ import annotations
 import sys
 
 import click
-from herald_ops.commands import confirms, dlq, events, keys, owners, preflight, tenants
+from herald_ops.commands import audit, confirms, dlq, events, find, keys, owners, preflight, tenants
 from herald_ops.commands.common import refuse, run
 from herald_ops.stack import NoLocalCloud
 
@@ -34,6 +36,8 @@ def cli() -> None:
 for group in (keys.keys, events.events, dlq.dlq, confirms.confirms, owners.owners, tenants.tenants):
     cli.add_command(group)
 cli.add_command(preflight.preflight_command)
+cli.add_command(audit.audit_command)
+cli.add_command(find.find_command)
 
 
 def main(argv: list[str] | None = None) -> int:

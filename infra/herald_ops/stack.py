@@ -4,6 +4,7 @@ from the settings that stack's functions run with, through the same container th
 
 from __future__ import annotations
 
+import getpass
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -72,6 +73,14 @@ class Stack:
                 for r in page["StackResourceSummaries"]
             }
         return {logical_id: str(attributes["Ref"]) for logical_id, attributes in self.local_state["resources"].items()}
+
+    @cached_property
+    def actor(self) -> str:
+        """Who acts, as the audit log records it: the AWS caller identity's ARN for a deployed stack, the local
+        user for the local cloud."""
+        if self.name:
+            return str(self.client("sts").get_caller_identity()["Arn"])
+        return getpass.getuser()
 
     @cached_property
     def settings(self) -> Settings:

@@ -27,6 +27,35 @@ def blocked_services(stack: Stack, only_unknown: bool = False, service: str | No
     return rows
 
 
+def resolution_plan(
+    stack: Stack, service: str, lane: str | None, status: str | None, since_ms: int, requeue: bool
+) -> list[dict[str, Any]]:
+    """A bulk resolution's plan: each blocked job it takes (a lane's head, lane by lane) and what it becomes."""
+    from herald.events.jobs import JobStatus
+    from herald.events.operations import describe
+    from herald.events.wiring import operations
+
+    chosen = operations(stack.container).blocked_of(service, lane, JobStatus(status) if status else None, since_ms)
+    return [{**describe(job), "becomes": "queued" if requeue else "skipped"} for job in chosen]
+
+
+def resolve_planned(stack: Stack, plan: list[dict[str, Any]], requeue: bool, by: str, note: str) -> int:
+    """Resolve each planned job in the plan's order, its `outcome` set on its row (one changed since the plan is
+    refused alone); how many were resolved."""
+    from herald.errors import HeraldError
+    from herald.events.wiring import operations
+
+    ops, done = operations(stack.container), 0
+    act = ops.requeue if requeue else ops.skip
+    for row in plan:
+        try:
+            row["outcome"] = str(act(row["job_id"], by, note).status)
+            done += 1
+        except HeraldError as error:
+            row["outcome"] = f"refused: {error.message}"
+    return done
+
+
 def tenants(stack: Stack) -> list[dict[str, Any]]:
     """Each registered tenant as an operator sees it: its apps (never a secret) and whether it is enabled."""
     from herald.tenants.wiring import tenants as registry

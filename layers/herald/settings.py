@@ -52,6 +52,7 @@ class Settings:
     turns_queue_url: str
     rate_limits_table: str
     holds_table: str  # deliveries held while their tenant is disabled (herald.holds)
+    audit_table: str  # operators' acts (herald.audit): written by herald-ops and the console, by no function
     owners_table: str
 
     stage: str = "local"

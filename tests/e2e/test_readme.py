@@ -148,10 +148,13 @@ def test_pausing_a_partner_as_written(make_dev: None) -> None:
     for _ in range(2):  # a second run pauses, holds and resumes afresh
         before = len(_cards_to(feishu, "oc_moving"))
         output = run_block(block(PAUSE))
-        (accepted,) = [v for v in json_values(output) if "code" in v]
+        accepted, held = [v for v in json_values(output) if "code" in v]
         assert accepted["code"] == "OK" and accepted["data"]["status"] == "accepted", output
+        assert held["data"]["status"] == "held", output  # the partner's status API, while the pause holds it
         assert re.search(r"^service#moving\s+\S+\s+chat being migrated\s+.*\s1$", output, re.MULTILINE), output
         assert re.search(r"^released\s+1$", output, re.MULTILINE), output
+        assert re.search(r"events resume\s+moving\s+ok released=1", output), output  # the audit log
+        assert re.search(r"^kind\s+event job$", output, re.MULTILINE), output  # find
         eventually(functools.partial(_one_more, feishu, before))
 
 

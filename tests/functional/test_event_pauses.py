@@ -136,6 +136,59 @@ def test_resuming_what_is_not_paused_is_refused_and_a_bad_target_is_a_usage_erro
 ) -> None:
     assert main(["events", "resume", "--service", "ghost", "--stack", STACK]) == 2
     assert "nothing is paused" in capsys.readouterr().err
-    assert main(["events", "pause", "--service", "s", "--target", "oc_no_type", "--stack", STACK]) == 2
+    assert main(["events", "pause", "--service", "svc", "--target", "oc_no_type", "--stack", STACK]) == 2
     assert "receive_id_type:receive_id" in capsys.readouterr().err
     assert ops(capsys, "events", "paused") == []
+
+
+def status_of(partner: Partner, event_id: str) -> str:
+    response = partner.api.get(f"/events/external/{event_id}", headers=partner.headers)
+    assert response.status_code == 200, response.text
+    return str(response.json()["data"]["status"])
+
+
+def listed_as(partner: Partner, status: str) -> list[str]:
+    response = partner.api.get("/events/external", params={"status": status}, headers=partner.headers)
+    assert response.status_code == 200, response.text
+    return [item["event_id"] for item in response.json()["data"]["items"]]
+
+
+def test_a_held_event_reads_held_in_its_partners_status_api_and_goes_on_to_succeeded_after_resume(
+    partner: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    partner.accept("e1", title="job 1")
+    assert status_of(partner, "e1") == "queued"
+    holds().pause("service#scheduler", "ana", "")
+    events.drain()
+    assert status_of(partner, "e1") == "held" and feishu.log == []
+    assert listed_as(partner, "held") == ["e1"] and listed_as(partner, "queued") == []
+    holds().resume("service#scheduler")
+    events.drain()
+    assert status_of(partner, "e1") == "succeeded" and listed_as(partner, "held") == []
+
+
+def test_a_tenant_pause_holds_every_service_of_the_tenant_until_its_resume(
+    partner: Partner, by_target: Partner, events: EventsPipeline, feishu: FakeFeishu
+) -> None:
+    holds().pause("events-tenant#lalu", "ana", "app re-approval")
+    partner.accept("e1", title="from scheduler")
+    by_target.accept("d1", title="to other", target=OTHER)
+    events.drain()
+    assert feishu.log == [] and status_of(by_target, "d1") == "held"
+    assert [(pause.key, held) for pause, held in holds().paused()] == [("events-tenant#lalu", 2)]
+    assert holds().resume("events-tenant#lalu") == 2
+    events.drain()
+    assert titles(feishu) == ["from scheduler"] and titles(feishu, "oc_other") == ["to other"]
+
+
+def test_events_pause_takes_a_tenant_or_a_service_and_refuses_both_or_neither(
+    deployed: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (paused,) = ops(capsys, "events", "pause", "--tenant", "acme")
+    assert paused["paused"] == "events-tenant#acme"
+    assert main(["events", "pause", "--tenant", "acme", "--service", "s", "--stack", STACK]) == 2
+    assert main(["events", "pause", "--stack", STACK]) == 2
+    assert main(["events", "pause", "--tenant", "acme", "--target", "chat_id:oc_1", "--stack", STACK]) == 2
+    assert main(["events", "pause", "--service", "a/b", "--stack", STACK]) == 2
+    assert main(["events", "pause", "--service", "s" * 300, "--stack", STACK]) == 2
+    assert ops(capsys, "events", "resume", "--tenant", "acme") == [{"resumed": "events-tenant#acme", "released": 0}]

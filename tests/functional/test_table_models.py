@@ -13,6 +13,7 @@ from herald_ops.template import StackTemplate
 from pynamodb.attributes import TTLAttribute
 from pynamodb.models import Model
 
+from herald.audit.dynamo import AuditRow
 from herald.auth.dynamo import ServiceKeyRow
 from herald.confirms.owners.dynamo import RegistrationRow
 from herald.confirms.rows import ConfirmBusinessRow, ConfirmRow, ConfirmSourceRow, DeliveryRow
@@ -38,6 +39,7 @@ MODELS: dict[str, list[type[Model]]] = {
     "TurnsTable": [SessionRow, AgentRow, MessageRow, EventRow],
     "ExternalEventsTable": [JobRow, HeadRow, EventRecordRow, CardRow],
     "HoldsTable": [HeldRow, PauseRow],
+    "AuditTable": [AuditRow],
 }
 
 

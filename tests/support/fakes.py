@@ -7,6 +7,7 @@ import ipaddress
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from herald.audit.models import BEGUN, AuditRecord
 from herald.auth.models import DeliveryScope, ServiceKeyRecord
 from herald.circuits import CircuitState
 from herald.clock import Clock
@@ -599,3 +600,24 @@ class InMemoryHoldStore:
 
     def delete_pause(self, key: str) -> bool:
         return self.pauses_in_force.pop(key, None) is not None
+
+
+class InMemoryAuditStore:
+    """The audit table in memory: records by id (time order), an outcome given once."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, AuditRecord] = {}
+
+    def add(self, record: AuditRecord) -> None:
+        assert record.record_id not in self.records
+        self.records[record.record_id] = record
+
+    def finish(self, record: AuditRecord) -> bool:
+        if self.records[record.record_id].outcome != BEGUN:
+            return False
+        self.records[record.record_id] = record
+        return True
+
+    def since(self, since_ms: int, limit: int) -> list[AuditRecord]:
+        found = [record for key, record in sorted(self.records.items(), reverse=True) if record.at_ms >= since_ms]
+        return found[:limit]

@@ -1339,7 +1339,8 @@ export interface components {
              * @description the Feishu message it went to
              */
             message_id: string | null;
-            status: components["schemas"]["JobStatus"];
+            /** @description held: queued, and an operator's pause holds it (nothing is sent) */
+            status: components["schemas"]["FateStatus"];
             superseded_by: components["schemas"]["SupersededBy"] | null;
             target: components["schemas"]["TargetOut"];
         };
@@ -1404,6 +1405,13 @@ export interface components {
              */
             event_type: string;
         };
+        /**
+         * FateStatus
+         * @description An event's status as its partner reads it: its job's, or `held` for a queued one an operator's pause (or
+         *     its tenant's disabling) holds: nothing of it is sent until the pause ends.
+         * @enum {string}
+         */
+        FateStatus: "queued" | "held" | "running" | "succeeded" | "rejected" | "skipped" | "superseded" | "failed" | "unknown";
         /** Health */
         Health: {
             /** Stage */
@@ -1435,11 +1443,6 @@ export interface components {
             /** Target User Id */
             target_user_id: string;
         };
-        /**
-         * JobStatus
-         * @enum {string}
-         */
-        JobStatus: "queued" | "running" | "succeeded" | "rejected" | "skipped" | "superseded" | "failed" | "unknown";
         /**
          * Kind
          * @enum {string}
@@ -3475,7 +3478,7 @@ export interface operations {
     "events.listExternalEvents": {
         parameters: {
             query?: {
-                status?: components["schemas"]["JobStatus"] | null;
+                status?: components["schemas"]["FateStatus"] | null;
                 page_size?: number;
                 page_token?: string;
             };

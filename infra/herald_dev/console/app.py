@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from herald_ops.stack import Stack
 
@@ -30,6 +31,7 @@ from herald_dev.console.cards import card_routes
 from herald_dev.console.cloud import Shown
 from herald_dev.console.conversations import conversation_routes
 from herald_dev.console.operate import operate_routes
+from herald_dev.console.steer import steer_routes
 from herald_dev.console.users import user_routes
 
 STATIC = Path(__file__).parent / "static"
@@ -51,6 +53,7 @@ def create_console(stack: Stack, extra_host: str | None = None) -> FastAPI:
     app.include_router(conversation_routes(shown, http))
     app.include_router(card_routes(shown, http))
     app.include_router(operate_routes(stack))
+    app.include_router(steer_routes(stack))
     return app
 
 
@@ -109,6 +112,13 @@ def answer_errors(app: FastAPI, stack: Stack) -> None:
         """Herald's refusals with the status the HTTP API gives them (404 not found, 409 conflict, ...)."""
         answer = {"error": error.message, "code": error.code, "reason": error.reason}
         return JSONResponse(answer, status_code=STATUS_BY_CODE.get(error.code, 500))
+
+    @app.exception_handler(RequestValidationError)
+    def bad_input(request: Request, error: RequestValidationError) -> JSONResponse:
+        """A body or query the page (or a careless script) got wrong: 400, naming the field."""
+        first = error.errors()[0] if error.errors() else {}
+        field = ".".join(str(part) for part in first.get("loc", ())[1:])
+        return JSONResponse({"error": f"{field}: {first.get('msg', 'invalid')}".strip(": ")}, status_code=400)
 
     @app.exception_handler(httpx.TransportError)
     def api_or_fake_down(request: Request, error: httpx.TransportError) -> JSONResponse:

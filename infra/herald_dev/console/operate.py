@@ -11,6 +11,8 @@ from fastapi import APIRouter, Body, HTTPException
 from herald_ops import views
 from herald_ops.stack import Stack
 
+from herald_dev.console.steer import recorded
+
 
 def operate_routes(stack: Stack) -> APIRouter:
     router = APIRouter()
@@ -41,18 +43,24 @@ def operate_routes(stack: Stack) -> APIRouter:
         from herald.events.wiring import operations
 
         ops = operations(stack.container)
-        if action == "sent" and message_id:
-            return describe(ops.sent(job_id, message_id, by, note))
-        if action in ("requeue", "skip"):
-            return describe(ops.requeue(job_id, by, note) if action == "requeue" else ops.skip(job_id, by, note))
-        raise HTTPException(400, "action: sent (with message_id), requeue or skip")
+
+        def act() -> dict[str, Any]:
+            if action == "sent" and message_id:
+                return describe(ops.sent(job_id, message_id, by, note))
+            if action in ("requeue", "skip"):
+                return describe(ops.requeue(job_id, by, note) if action == "requeue" else ops.skip(job_id, by, note))
+            raise HTTPException(400, "action: sent (with message_id), requeue or skip")
+
+        arguments = {"action": action, "message_id": message_id, "note": note, "by": by}
+        return recorded(stack, "events resolve", job_id, arguments, act)
 
     @router.post("/console/confirms/{app_code}/{confirm_id}/repair")
     def repair(app_code: str, confirm_id: str) -> dict[str, Any]:
         from herald.confirms.models import view
         from herald.confirms.wiring import confirm_operations
 
-        repaired = confirm_operations(stack.container).repair(app_code, confirm_id)
+        act = lambda: confirm_operations(stack.container).repair(app_code, confirm_id)  # noqa: E731
+        repaired = recorded(stack, "confirms repair", confirm_id, {"app_code": app_code}, act)
         return {**view(repaired.confirm), "resent": list(repaired.resent)}
 
     return router
@@ -98,7 +106,8 @@ def _dead_letter_step(stack: Stack, name: str, step: str, confirm: str) -> Any:
         return plan(sqs, queue, 1000, wait_s=0)
     if step == "redrive" and queue.redrivable and confirm == name:
         journal = Journal.open(views.journal_path(stack, name))
-        return Redrive(sqs, queue, journal, rate_per_s=10.0, visibility_s=60, wait_s=0).run(1000).as_dict()
+        redrive = Redrive(sqs, queue, journal, rate_per_s=10.0, visibility_s=60, wait_s=0)
+        return recorded(stack, "dlq redrive", name, {}, lambda: redrive.run(1000).as_dict())
     raise HTTPException(400, "peek, plan, or redrive with {'confirm': <the DLQ's name>}")
 
 

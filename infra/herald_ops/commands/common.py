@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,6 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 WAIT_CHOICES = click.IntRange(0, 20)
 AS_JSON = "herald_ops.json"
+REFUSAL = "herald_ops.refusal"
 
 
 def _remember_json(context: click.Context, _: click.Parameter, as_json: bool) -> None:
@@ -69,7 +71,20 @@ def looked_until(read: Callable[[], T], shows: Callable[[T], bool], wait_s: int)
     return found
 
 
+def since_ms(since: str | None) -> int:
+    """A `--since` ISO date or time (local time unless it says) in epoch milliseconds; none: 0."""
+    if not since:
+        return 0
+    try:
+        return int(datetime.fromisoformat(since).timestamp() * 1000)
+    except ValueError as error:
+        raise click.BadParameter("a date or time, e.g. 2026-12-01 or 2026-12-01T09:30", param_hint="--since") from error
+
+
 def refuse(message: str) -> int:
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.meta[REFUSAL] = message  # for the audit record of the verb it stops
     click.echo(f"error: {printable(message)}", err=True)
     return 2
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 from herald_ops.commands import pauses
+from herald_ops.commands.audit import audited, named, reads_only
 from herald_ops.commands.common import (
     F,
     app_option,
@@ -41,6 +42,7 @@ def _confirm_operations(stack: Stack) -> Any:
 @confirms.command("stuck", help="confirms the janitor did not settle, and pushes that failed for good")
 @click.option("--grace", type=int, default=120, help="seconds past expiry/lease before it counts as stuck")
 @stack_options
+@reads_only
 def confirms_stuck(grace: int, **where: Any) -> int:
     from herald_ops.views import stuck_confirms
 
@@ -52,6 +54,7 @@ def confirms_stuck(grace: int, **where: Any) -> int:
 @click.argument("confirm_id")
 @app_option
 @stack_options
+@audited(named("confirm_id"))
 def confirms_repair(confirm_id: str, app: str | None, **where: Any) -> int:
     from herald.confirms.models import view
 
@@ -72,23 +75,31 @@ def tenant_option(command: F) -> F:
 @tenant_option
 @pauses.noted
 @stack_options
+@audited(named("app_code"))
 def confirms_pause(app_code: str, by: str, note: str, **where: Any) -> int:
-    from herald.holds.models import Pause
-
-    return pauses.pause(Pause.key_of_tenant(app_code), by, note, where)
+    return pauses.pause(_pushes_key(app_code), by, note, where)
 
 
 @confirms.command("resume", help="end a tenant's pause: its held pushes go out at once, in order")
 @tenant_option
 @stack_options
+@audited(named("app_code"))
 def confirms_resume(app_code: str, **where: Any) -> int:
-    from herald.holds.models import Pause
+    return pauses.resume(_pushes_key(app_code), where)
 
-    return pauses.resume(Pause.key_of_tenant(app_code), where)
+
+def _pushes_key(app_code: str) -> str:
+    from herald_ops.pause_keys import pushes_pause_key
+
+    try:
+        return pushes_pause_key(app_code)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--tenant") from error
 
 
 @confirms.command("paused", help="every pause (pushes' and events'): since when, by whom, why, and what it holds")
 @pauses.waiting
 @stack_options
+@reads_only
 def confirms_paused(wait: int, **where: Any) -> int:
     return pauses.listed(wait, where)

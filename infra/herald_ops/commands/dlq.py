@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from herald_ops.commands.audit import audited, named, reads_only
 from herald_ops.commands.common import (
     WAIT_CHOICES,
     F,
@@ -57,6 +58,7 @@ def wait_option(command: F) -> F:
 @dlq.command("list", help="every DLQ: depth, oldest message age, source")
 @wait_option
 @stack_options
+@reads_only
 def dlq_list(wait: int, **where: Any) -> int:
     from herald_ops.dlq import describe
 
@@ -71,6 +73,7 @@ def dlq_list(wait: int, **where: Any) -> int:
 @click.option("--max", "most", type=int, default=10)
 @wait_option
 @stack_options
+@reads_only
 def dlq_peek(name: str, most: int, wait: int, **where: Any) -> int:
     from herald_ops.dlq import peek, peeked_view
 
@@ -96,6 +99,7 @@ def dlq_peek(name: str, most: int, wait: int, **where: Any) -> int:
 @click.option("--journal", help="where progress is kept (default .herald/redrive/<stack>-<dlq>.json)")
 @wait_option
 @stack_options
+@audited(named("name"), acts=lambda a: bool(a["execute"]))
 def dlq_redrive(
     name: str, execute: bool, most: int, rate: float, visibility: int, journal: str | None, wait: int, **where: Any
 ) -> int:
@@ -121,6 +125,7 @@ def dlq_redrive(
 @click.argument("name", metavar="DLQ")
 @click.option("--yes", is_flag=True, help="do not ask")
 @stack_options
+@audited(named("name"))
 def dlq_purge(name: str, yes: bool, **where: Any) -> int:
     from herald_ops.dlq import purge
 

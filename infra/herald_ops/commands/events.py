@@ -8,12 +8,14 @@ from typing import Any
 
 import click
 from herald_ops.commands import pauses
+from herald_ops.commands.audit import audited, named, reads_only, record_detail
 from herald_ops.commands.common import (
     F,
     looked_until,
     print_record,
     print_rows,
     refuse,
+    since_ms,
     stack_of,
     stack_options,
 )
@@ -70,6 +72,7 @@ def blocked_options(command: F) -> F:
 )
 @blocked_options
 @stack_options
+@reads_only
 def events_blocked(service: str | None, wait: int, **where: Any) -> int:
     return _blocked(False, service, wait, where)
 
@@ -81,6 +84,7 @@ def events_blocked(service: str | None, wait: int, **where: Any) -> int:
 )
 @blocked_options
 @stack_options
+@reads_only
 def events_unknown(service: str | None, wait: int, **where: Any) -> int:
     return _blocked(True, service, wait, where)
 
@@ -92,6 +96,7 @@ def events_unknown(service: str | None, wait: int, **where: Any) -> int:
 )
 @click.argument("job")
 @stack_options
+@reads_only
 def events_show(job: str, **where: Any) -> int:
     from herald.events.operations import describe
 
@@ -103,19 +108,45 @@ def events_show(job: str, **where: Any) -> int:
     return 0
 
 
-@events.command("resolve", help="resolve a blocked job (recorded with who and when)")
-@click.argument("job")
+@events.command(
+    "resolve",
+    help="resolve a blocked job (recorded with who and when); or, with --service instead of JOB, every blocked job "
+    "of a service that matches: planned first, acted on only with --execute, lane by lane",
+)
+@click.argument("job", required=False)
 @click.option("--sent", metavar="MESSAGE_ID", help="it did arrive in Feishu: record this message id")
 @click.option("--requeue", is_flag=True, help="run it again (it did not arrive, or the cause is fixed)")
 @click.option("--skip", is_flag=True, help="give up on it: not delivered, its lane goes on")
 @click.option("--by", default=lambda: os.environ.get("USER", "operator"), help="who resolves (recorded)")
 @click.option("--note", default="", help="why (recorded)")
+@click.option("--service", help="bulk: this service's blocked jobs")
+@click.option("--target", metavar="TYPE:ID", help="bulk: only this target's lane")
+@click.option("--status", type=click.Choice(["failed", "unknown"]), help="bulk: only jobs blocked so")
+@click.option("--all-blocked", is_flag=True, help="bulk: every blocked job of the service, failed or unknown")
+@click.option("--since", metavar="TIME", help="bulk: only jobs blocked at this ISO date or time or later")
+@click.option("--execute", is_flag=True, help="bulk: act on the plan (without it: print the plan only)")
 @stack_options
-def events_resolve(job: str, sent: str | None, requeue: bool, skip: bool, by: str, note: str, **where: Any) -> int:
-    from herald.events.operations import describe
-
+@audited(named("job", "service", "target"), acts=lambda a: bool(a["job"]) or bool(a["execute"]))
+def events_resolve(
+    job: str | None, sent: str | None, requeue: bool, skip: bool, by: str, note: str, **given: Any
+) -> int:
+    bulk = {name: given.pop(name) for name in ("service", "target", "status", "all_blocked", "since", "execute")}
     if [bool(sent), requeue, skip].count(True) != 1:
         raise click.UsageError("give exactly one of --sent MESSAGE_ID, --requeue, --skip")
+    if job is None:
+        if sent:
+            raise click.UsageError(
+                "--sent records one job's Feishu message: give its JOB (a bulk takes --requeue|--skip)"
+            )
+        return _resolve_many(requeue, by, note, bulk, given)
+    if any(bulk.values()):
+        raise click.UsageError("give a JOB, or --service (and its filters) for a bulk resolution, not both")
+    return _resolve_one(job, sent, requeue, by, note, given)
+
+
+def _resolve_one(job: str, sent: str | None, requeue: bool, by: str, note: str, where: dict[str, Any]) -> int:
+    from herald.events.operations import describe
+
     operations = _event_operations(stack_of(**where))
     try:
         if sent:
@@ -130,6 +161,31 @@ def events_resolve(job: str, sent: str | None, requeue: bool, skip: bool, by: st
     return 0
 
 
+RESOLUTION_PLAN = Listing(("lane", "job_id", "status", "why", "blocked_at_ms", "becomes"), "Nothing matches: no job.")
+
+
+def _resolve_many(requeue: bool, by: str, note: str, bulk: dict[str, Any], where: dict[str, Any]) -> int:
+    """Plan which blocked jobs a bulk resolution takes and what each becomes; with --execute, resolve them in the
+    plan's order, each printed with its outcome."""
+    from herald_ops.views import resolution_plan, resolve_planned
+
+    if not bulk["service"]:
+        raise click.UsageError("give a JOB, or --service for a bulk resolution")
+    if bool(bulk["status"]) == bulk["all_blocked"]:
+        raise click.UsageError("a bulk resolution needs --status failed|unknown or --all-blocked (not both)")
+    lane = _pause_key(bulk["service"], bulk["target"]).removeprefix("lane#") if bulk["target"] else None
+    stack = stack_of(**where)
+    plan = resolution_plan(stack, bulk["service"], lane, bulk["status"], since_ms(bulk["since"]), requeue)
+    if not bulk["execute"]:
+        print_rows(plan, RESOLUTION_PLAN)
+        click.echo(f"# {len(plan)} job(s) planned, nothing changed: add --execute to resolve them", err=True)
+        return 0
+    done = resolve_planned(stack, plan, requeue, by, note)
+    record_detail(resolved=done, planned=len(plan))
+    print_rows(plan, Listing((*RESOLUTION_PLAN.columns, "outcome"), RESOLUTION_PLAN.nothing))
+    return 0 if done == len(plan) else refuse(f"{len(plan) - done} of {len(plan)} planned job(s) were not resolved")
+
+
 STATUS_WEBHOOKS = Listing(
     ("service_id", "tenant", "url", "statuses", "updated_at_ms", "previous_secret_until_ms"),
     "No service has a status webhook.",
@@ -138,6 +194,7 @@ STATUS_WEBHOOKS = Listing(
 
 @events.command("webhooks", help="partners' status webhooks: service, tenant, URL and statuses (never a secret)")
 @stack_options
+@reads_only
 def events_webhooks(**where: Any) -> int:
     from herald.events.webhooks.wiring import status_webhooks
 
@@ -146,42 +203,44 @@ def events_webhooks(**where: Any) -> int:
     return 0
 
 
-def _pause_key(service: str, target: str | None) -> str:
-    """A service's pause, or one target's (the lane of a service that posts `order: target`)."""
-    from herald.events.models import Lane, Target
-    from herald.holds.models import Pause
+def _pause_key(service: str | None, target: str | None, tenant: str | None = None) -> str:
+    """A service's pause, one target's (the lane of a service that posts `order: target`), or a tenant's."""
+    from herald_ops.pause_keys import events_pause_key
 
-    if target is None:
-        return Pause.key_of(service)
     try:
-        lane = Lane(service, Target.parse(target).key).key
+        return events_pause_key(service, target, tenant)
     except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--target") from error
-    return Pause.key_of(service, lane)
+        raise click.UsageError(str(error)) from error
 
 
 def pause_options(command: F) -> F:
+    command = click.option("--tenant", metavar="APP_CODE", help="every service's deliveries of this tenant")(command)
     command = click.option("--target", metavar="TYPE:ID", help="only this target's lane (chat_id:oc_..., ...)")(command)
-    return click.option("--service", required=True, help="the partner service whose deliveries to hold")(command)
+    return click.option("--service", help="the partner service whose deliveries to hold")(command)
 
 
-@events.command("pause", help="hold a service's (or one target's) deliveries: intake goes on, nothing is sent")
+@events.command(
+    "pause", help="hold a service's (one target's, or a tenant's) deliveries: intake goes on, nothing is sent"
+)
 @pause_options
 @pauses.noted
 @stack_options
-def events_pause(service: str, target: str | None, by: str, note: str, **where: Any) -> int:
-    return pauses.pause(_pause_key(service, target), by, note, where)
+@audited(named("service", "target", "tenant"))
+def events_pause(service: str | None, target: str | None, tenant: str | None, by: str, note: str, **where: Any) -> int:
+    return pauses.pause(_pause_key(service, target, tenant), by, note, where)
 
 
 @events.command("resume", help="end a pause: what it held is delivered at once, in order, at the governed pace")
 @pause_options
 @stack_options
-def events_resume(service: str, target: str | None, **where: Any) -> int:
-    return pauses.resume(_pause_key(service, target), where)
+@audited(named("service", "target", "tenant"))
+def events_resume(service: str | None, target: str | None, tenant: str | None, **where: Any) -> int:
+    return pauses.resume(_pause_key(service, target, tenant), where)
 
 
 @events.command("paused", help="every pause (events' and pushes'): since when, by whom, why, and what it holds")
 @pauses.waiting
 @stack_options
+@reads_only
 def events_paused(wait: int, **where: Any) -> int:
     return pauses.listed(wait, where)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from herald_ops.commands.audit import audited, named, reads_only, record_detail
 from herald_ops.commands.common import (
     as_json,
     print_record,
@@ -65,6 +66,7 @@ def _key_view(record: Any) -> dict[str, Any]:
 
 def _new_key(key: str, record: Any) -> int:
     """The key alone on stdout (for `KEY=$(...)`); its rights on stderr, as a comment."""
+    record_detail(key_id=record.key_id)
     click.echo(key)
     rights = json_lines([_key_view(record)]) if as_json() else record_text(_key_view(record), now_ms())
     click.echo("# the key is shown once; only its hash is stored", err=True)
@@ -105,6 +107,7 @@ def _service_keys(stack: Stack) -> Any:
     help="its service's weight (1-100) in a provider app shared with other services of its tenant",
 )
 @stack_options
+@audited(named("service"))
 def keys_create(
     service: str,
     cap: tuple[str, ...],
@@ -138,6 +141,7 @@ def keys_create(
 @keys.command("list", help="every key (or one service's): rights, expiry, revocation, last use")
 @click.option("--service")
 @stack_options
+@reads_only
 def keys_list(service: str | None, **where: Any) -> int:
     found = [_key_view(key) for key in _service_keys(stack_of(**where)).list_keys(service)]
     print_rows(found, KEYS)
@@ -148,6 +152,7 @@ def keys_list(service: str | None, **where: Any) -> int:
 @click.argument("key_id")
 @click.option("--revoke-old-in", type=int, metavar="SECONDS", help="revoke the old key this much later")
 @stack_options
+@audited(named("key_id"))
 def keys_rotate(key_id: str, revoke_old_in: int | None, **where: Any) -> int:
     try:
         key, record = _service_keys(stack_of(**where)).rotate(
@@ -162,6 +167,7 @@ def keys_rotate(key_id: str, revoke_old_in: int | None, **where: Any) -> int:
 @click.argument("key_id")
 @click.option("--in-seconds", type=int, default=0, help="revoke later instead of now")
 @stack_options
+@audited(named("key_id"))
 def keys_revoke(key_id: str, in_seconds: int, **where: Any) -> int:
     try:
         record = _service_keys(stack_of(**where)).revoke(key_id, in_ms=in_seconds * 1000)

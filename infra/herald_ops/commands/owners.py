@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from herald_ops.commands.audit import audited, named, reads_only
 from herald_ops.commands.common import (
     app_option,
     print_record,
@@ -39,6 +40,7 @@ def _registrations(stack: Stack) -> Any:
 @owners.command("list", help="every registration (all tenants unless --app); never a secret")
 @click.option("--app", help="only this app_code")
 @stack_options
+@reads_only
 def owners_list(app: str | None, **where: Any) -> int:
     from herald.confirms.owners.models import view
 
@@ -62,6 +64,7 @@ def _set_enabled(business_type: str, app: str | None, enabled: bool, where: dict
 @click.argument("business_type")
 @app_option
 @stack_options
+@audited(named("business_type"))
 def owners_disable(business_type: str, app: str | None, **where: Any) -> int:
     return _set_enabled(business_type, app, False, where)
 
@@ -70,6 +73,7 @@ def owners_disable(business_type: str, app: str | None, **where: Any) -> int:
 @click.argument("business_type")
 @app_option
 @stack_options
+@audited(named("business_type"))
 def owners_enable(business_type: str, app: str | None, **where: Any) -> int:
     return _set_enabled(business_type, app, True, where)
 
@@ -79,6 +83,7 @@ def owners_enable(business_type: str, app: str | None, **where: Any) -> int:
 @click.option("--confirm", "confirmed", default="", help="the business type again, to say you mean it")
 @app_option
 @stack_options
+@audited(named("business_type"))
 def owners_release(business_type: str, confirmed: str, app: str | None, **where: Any) -> int:
     from herald.confirms.owners.models import view
 
@@ -102,6 +107,7 @@ def owners_release(business_type: str, confirmed: str, app: str | None, **where:
 @click.option("--to", "to_service", required=True, help="the service id that owns it from now on")
 @app_option
 @stack_options
+@audited(named("business_type"))
 def owners_transfer(business_type: str, to_service: str, app: str | None, **where: Any) -> int:
     from herald.auth.service_keys import validate_service_id
     from herald.confirms.owners.models import view

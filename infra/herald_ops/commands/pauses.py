@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 import click
+from herald_ops.commands.audit import record_detail
 from herald_ops.commands.common import F, looked_until, print_record, print_rows, refuse, stack_of
 from herald_ops.output import Listing
 
@@ -43,6 +44,7 @@ def resume(key: str, where: dict[str, Any]) -> int:
         released = holds(stack_of(**where).container).resume(key)
     except HeraldError as error:
         return refuse(error.message)
+    record_detail(released=released)
     print_record({"resumed": key, "released": released})
     return 0
 

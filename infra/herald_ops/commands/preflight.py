@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from herald_ops.commands.audit import reads_only
 from herald_ops.commands.common import (
     print_rows,
     refuse,
@@ -21,6 +22,7 @@ FINDINGS = Listing(("check", "ok", "detail"), "Nothing to check.")
     "preflight", help="what a deployed stack needs: SSM secrets (its own, its tenants'), identity provider, ids"
 )
 @stack_options
+@reads_only
 def preflight_command(**where: Any) -> int:
     from herald_ops.preflight import preflight
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from herald_ops.commands.audit import audited, named, reads_only, record_detail
 from herald_ops.commands.common import (
     print_record,
     print_rows,
@@ -54,6 +55,7 @@ def _tenants(stack: Stack) -> Any:
     help="its weight (1-100) in a provider app it shares with other tenants (default: as it was, or 1)",
 )
 @stack_options
+@audited(named("app_code"))
 def tenants_set(
     app_code: str,
     tencent_im_sdk_app_id: int | None,
@@ -91,6 +93,7 @@ def tenants_set(
 
 @tenants.command("list", help="every registered tenant (never a secret: only the names of their SSM parameters)")
 @stack_options
+@reads_only
 def tenants_list(**where: Any) -> int:
     print_rows([tenant.view() for tenant in _tenants(stack_of(**where)).all()], TENANTS)
     return 0
@@ -99,6 +102,7 @@ def tenants_list(**where: Any) -> int:
 @tenants.command("show", help="one tenant as registered")
 @click.argument("app_code")
 @stack_options
+@reads_only
 def tenants_show(app_code: str, **where: Any) -> int:
     try:
         print_record(_tenants(stack_of(**where)).show(app_code).view())
@@ -118,6 +122,7 @@ def _switch_tenant(app_code: str, enabled: bool, where: dict[str, Any]) -> int:
     shown = tenant.view()
     if enabled:
         shown["resumed_deliveries"] = released
+        record_detail(resumed_deliveries=released)
     else:
         shown["closed_connections"] = _close_connections(stack, app_code)
     print_record(shown)
@@ -145,6 +150,7 @@ def _close_connections(stack: Stack, app_code: str) -> int | None:
 )
 @click.argument("app_code")
 @stack_options
+@audited(named("app_code"))
 def tenants_disable(app_code: str, **where: Any) -> int:
     return _switch_tenant(app_code, False, where)
 
@@ -152,5 +158,6 @@ def tenants_disable(app_code: str, **where: Any) -> int:
 @tenants.command("enable", help="serve a disabled tenant again: its held deliveries go back on their queues at once")
 @click.argument("app_code")
 @stack_options
+@audited(named("app_code"))
 def tenants_enable(app_code: str, **where: Any) -> int:
     return _switch_tenant(app_code, True, where)

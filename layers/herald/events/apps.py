@@ -73,7 +73,7 @@ class RegisteredApps:
 
     def current(self, tenant: str | None, service_id: str) -> FeishuLink:
         app_code = self._tenant_of_service(service_id) if tenant is None else tenant
-        return self._of_tenant(app_code) if app_code else self._stack()
+        return self._of_tenant(app_code)
 
     def sender(self, tenant: str, app_id: str) -> FeishuLink | None:
         stack = self._stack()

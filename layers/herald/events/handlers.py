@@ -21,7 +21,7 @@ from herald.events.wiring import (
     policy,
     waiting_queue,
 )
-from herald.holds.models import Held
+from herald.holds.models import Held, Pause
 from herald.holds.wiring import holds
 from herald.observability import count_for_tenant, logger
 from herald.tenants.models import TenantPaused
@@ -59,9 +59,12 @@ def on_dispatch(record: QueueMessage, remaining_ms: Callable[[], int], waiting: 
         return
     try:
         drained = (dispatcher() if waiting else new_work_dispatcher()).drain(lane, remaining_ms)
-    except TenantPaused as paused:  # held off its queue, untried, until the tenant is enabled again
-        app_code = paused.app_code
-        _hold_lane(lane, Held.tenant_scope(app_code), lambda: not tenants().enabled_now(app_code))
+    except TenantPaused as paused:  # held off its queue, untried, until the tenant is enabled or resumed again
+        app_code, key = paused.app_code, paused.pause_key
+        if key:
+            _hold_lane(lane, Pause.scope_of(key), lambda: holds().in_force(key))
+        else:
+            _hold_lane(lane, Held.tenant_scope(app_code), lambda: not tenants().enabled_now(app_code))
         return
     if drained.result is DrainResult.WAITING:
         if drained.tenant:

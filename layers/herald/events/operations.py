@@ -41,6 +41,21 @@ class EventOperations:
     def blocked(self) -> list[tuple[Job, LaneHead]]:
         return [(job, self._store.head(job.lane.key)) for job in self._store.blocked()]
 
+    def blocked_of(
+        self, service_id: str, lane: str | None = None, status: JobStatus | None = None, since_ms: int = 0
+    ) -> list[Job]:
+        """A bulk resolution's plan: the service's blocked jobs (one a lane, its head), of `lane` and `status`
+        only when given, blocked at `since_ms` or later; lane by lane, in lane order."""
+        chosen = [
+            job
+            for job in self._store.blocked()
+            if job.service_id == service_id
+            and lane in (None, job.lane.key)
+            and status in (None, job.status)
+            and job.blocked_at_ms >= since_ms
+        ]
+        return sorted(chosen, key=lambda job: (job.lane.key, job.seq))
+
     def get(self, job_id: str) -> Job:
         try:
             lane, seq = parse_job_id(job_id)

@@ -9,9 +9,8 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field, StrictInt, model_validator
 
-from herald.events.jobs import JobStatus
 from herald.events.models import ExternalEvent, Target
-from herald.events.status import MAX_PAGE_SIZE
+from herald.events.status import MAX_PAGE_SIZE, FateStatus
 from herald.events.wiring import intake, statuses
 from herald.observability import metrics
 from herald.web.envelope import PARTNER, SERVICE, ApiModel, Envelope, errors, ok
@@ -131,7 +130,7 @@ class AttemptOut(ApiModel):
 class EventFateOut(ApiModel):
     event_id: str
     event_type: str
-    status: JobStatus
+    status: FateStatus = Field(description="held: queued, and an operator's pause holds it (nothing is sent)")
     blocked: bool = Field(description="it holds up the service's later events until settled or resolved")
     card: CardRef | None
     target: TargetOut
@@ -158,7 +157,7 @@ class EventFatePage(ApiModel):
 def list_external_events(
     request: Request,
     caller: CurrentService,
-    status: Annotated[JobStatus | None, Query()] = None,
+    status: Annotated[FateStatus | None, Query()] = None,
     page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 20,
     page_token: Annotated[str, Query(max_length=1024)] = "",
 ) -> Envelope[EventFatePage]:

@@ -13,6 +13,7 @@ from herald.events.apps import FeishuLink, RegisteredApps
 from herald.events.dispatch import EventDispatcher
 from herald.events.drained import NEW_WORK_PACE_SLEEP_MOST_MS
 from herald.events.dynamo import DynamoEventStore
+from herald.events.jobs import Job
 from herald.events.nudges import EventsJanitor
 from herald.events.operations import EventOperations
 from herald.events.pacing import FeishuLimits, FeishuPace
@@ -111,7 +112,9 @@ def feishu_apps(c: Container) -> RegisteredApps:
     """The stack's Feishu app and each tenant's own (its app id, secret and base URL, its own buckets), each
     client built once; a job stored before tenants were recorded is its service's keys' tenant's."""
     from herald.auth.wiring import service_keys
+    from herald.holds.wiring import holds
     from herald.secrets import secret_source
+    from herald.tenants.models import TenantPaused
     from herald.tenants.wiring import PerTenant, tenants
 
     settings = c.settings
@@ -126,7 +129,14 @@ def feishu_apps(c: Container) -> RegisteredApps:
 
     stack_link = functools.cache(stack)  # built once, on first use
     per_tenant = PerTenant(tenants(c), lambda tenant: tenant.feishu, through, stack_link)
-    return RegisteredApps(stack_link, per_tenant, lambda service: service_keys(c).delivery_scope(service).tenant)
+
+    def unpaused(app_code: str) -> FeishuLink:
+        """The tenant's app, unless an operator paused its events (`events pause --tenant`: TenantPaused)."""
+        if (pause := holds(c).pause_of_events_tenant(app_code or settings.default_app_code)) is not None:
+            raise TenantPaused(app_code, pause.key)
+        return per_tenant(app_code) if app_code else stack_link()
+
+    return RegisteredApps(stack_link, unpaused, lambda service: service_keys(c).delivery_scope(service).tenant)
 
 
 def _link(c: Container, base_url: str, app_id: str, secret: Callable[[], str]) -> FeishuLink:
@@ -156,7 +166,20 @@ def events_janitor(c: Container) -> EventsJanitor:
 
 @part
 def statuses(c: Container) -> EventStatuses:
-    return EventStatuses(event_store(c))
+    """A partner's reads; a queued job reads `held` while a pause of its lane, service or tenant holds it, or its
+    tenant is disabled (each read as the workers read it)."""
+    from herald.holds.wiring import holds
+    from herald.tenants.wiring import tenants
+
+    def held(job: Job) -> bool:
+        pauses = holds(c)
+        app_code = job.tenant or c.settings.default_app_code
+        if pauses.pause_of(job.lane.key, job.service_id) or pauses.pause_of_events_tenant(app_code):
+            return True
+        tenant = tenants(c).find(app_code)
+        return tenant is not None and not tenant.enabled
+
+    return EventStatuses(event_store(c), held)
 
 
 @part

@@ -51,8 +51,9 @@ PAUSES_SCOPE = "pauses"  # where the operators' pauses are kept (one partition: 
 
 @dataclass(frozen=True)
 class Pause:
-    """An operator's pause: of external-event delivery, a service's lanes (`service#S`) or one lane of a service
-    that posts `order: target` (`lane#LANE`); of a tenant's IM pushes (`tenant#APP_CODE`); with who paused it, when
+    """An operator's pause: of external-event delivery, a service's lanes (`service#S`), one lane of a service
+    that posts `order: target` (`lane#LANE`) or a tenant's every lane (`events-tenant#APP_CODE`); of a tenant's IM
+    pushes (`tenant#APP_CODE`); with who paused it, when
     and why. While it lasts, intake goes on and a worker meeting what it pauses holds it under the pause's own
     scope, released by its resume."""
 
@@ -67,7 +68,13 @@ class Pause:
 
     @staticmethod
     def key_of_tenant(app_code: str) -> str:
+        """A tenant's IM pushes (`confirms pause --tenant`)."""
         return f"tenant#{app_code}"
+
+    @staticmethod
+    def key_of_events_tenant(app_code: str) -> str:
+        """A tenant's external events, every service's (`events pause --tenant`)."""
+        return f"events-tenant#{app_code}"
 
     @staticmethod
     def scope_of(key: str) -> str:

@@ -100,6 +100,10 @@ class Holds:
         """The pause that holds the tenant's IM pushes now, as read at most `cache_ms` ago."""
         return self._cached_pauses().get(Pause.key_of_tenant(app_code))
 
+    def pause_of_events_tenant(self, app_code: str) -> Pause | None:
+        """The pause that holds the tenant's external events now, as read at most `cache_ms` ago."""
+        return self._cached_pauses().get(Pause.key_of_events_tenant(app_code))
+
     def in_force(self, key: str) -> bool:
         """Whether the pause `key` is in force as stored now (a worker that held a lane asks after its hold)."""
         return key in self._pauses_now()

@@ -31,11 +31,13 @@ class TenantDisabled(PermissionDenied):
 
 
 class TenantPaused(Exception):
-    """A disabled tenant's delivery: it is held, untried, until the tenant is enabled again (herald.holds)."""
+    """A disabled tenant's delivery, or one an operator's pause of the tenant holds (`pause_key`): it is held,
+    untried, until the tenant is enabled again or the pause ends (herald.holds)."""
 
-    def __init__(self, app_code: str) -> None:
-        super().__init__(f"tenant {app_code} is disabled")
+    def __init__(self, app_code: str, pause_key: str = "") -> None:
+        super().__init__(f"tenant {app_code} is paused" if pause_key else f"tenant {app_code} is disabled")
         self.app_code = app_code
+        self.pause_key = pause_key
 
 
 @dataclass(frozen=True)

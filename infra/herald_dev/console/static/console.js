@@ -444,8 +444,71 @@ function showTimeline(job) {
   $("job-timeline-box").hidden = false;
 }
 
+const selectedJobs = new Map(); // job id -> its service: the blocked jobs ticked for a bulk resolution
+
+async function resolveSelected() {
+  const action = $("resolve-selected-action").value;
+  const byService = new Map();
+  for (const [job, service] of selectedJobs) byService.set(service, [...(byService.get(service) ?? []), job]);
+  for (const [service, jobIds] of byService) {
+    const { plan } = await post("/console/events/resolve-many", { service, action, job_ids: jobIds });
+    const lines = plan.map((j) => `${j.job_id} (${j.status}) → ${j.becomes}`).join("\n");
+    if (!plan.length || !window.confirm(`${service}: ${action} these ${plan.length} job(s), lane by lane?\n${printable(lines)}`)) continue;
+    await operateStep(`${action} ${plan.length} job(s) of ${service}`, () =>
+      post("/console/events/resolve-many", { service, action, job_ids: jobIds, execute: true, note: "from the console" }),
+    );
+  }
+  selectedJobs.clear();
+}
+
+async function findAnything(event) {
+  event.preventDefault();
+  const params = new URLSearchParams({ id: $("find-id").value.trim() });
+  if ($("find-service").value.trim()) params.set("service", $("find-service").value.trim());
+  const found = await json(`/console/find?${params}`);
+  const list = $("find-result");
+  list.replaceChildren(
+    ...found.map((f) =>
+      el("li", {}, printable(`${f.kind} ${f.key}${f.status ? ` (${f.status})` : ""}`),
+        el("ul", {}, ...f.timeline.map((m) => el("li", {}, printable(`${when(m.at_ms)}  ${m.what}`))))),
+    ),
+  );
+  if (!found.length) list.append(el("li", {}, "Nothing Herald recorded is known by this id."));
+  list.hidden = false;
+}
+
+async function pauseSomething(event) {
+  event.preventDefault();
+  const value = (id) => $(id).value.trim() || null;
+  const body = { what: $("pause-what").value, service: value("pause-service"), target: value("pause-target"),
+    tenant: value("pause-tenant"), note: $("pause-note").value };
+  await operateStep("pause", () => post("/console/pauses", body));
+}
+
+async function refreshAudit() {
+  const params = new URLSearchParams();
+  if ($("audit-verb").value.trim()) params.set("verb", $("audit-verb").value.trim());
+  if ($("audit-actor").value.trim()) params.set("actor", $("audit-actor").value.trim());
+  const records = await json(`/console/audit?${params}`);
+  rows(
+    $("audit-records"),
+    records.map((r) => el("tr", {}, ...[when(r.at_ms), r.actor, r.verb, r.target, r.outcome,
+      Object.entries(r.arguments).map(([k, v]) => `${k}=${v}`).join(" ")].map((c) => el("td", {}, c ?? "")))),
+    "No operator act recorded yet.",
+  );
+}
+
 async function refreshOperate() {
   const state = await json("/console/operate");
+  const pauses = await json("/console/pauses");
+  rows(
+    $("pauses"),
+    pauses.map((p) =>
+      row([p.paused, p.by, p.note, when(p.since_ms), p.held],
+        el("button", { onclick: () => operateStep(`resume ${p.paused}`, () => post("/console/pauses/resume", { key: p.paused })) }, "Resume")),
+    ),
+    "Nothing paused: every delivery is moving.",
+  );
   rows(
     $("dlqs"),
     state.dlqs.map((q) =>
@@ -460,7 +523,9 @@ async function refreshOperate() {
     $("blocked"),
     state.blocked.map((job) =>
       row(
-        [job.lane, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, when(job.blocked_at_ms), job.waiting_behind],
+        [job.lane, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, when(job.blocked_at_ms), job.waiting_behind,
+          el("input", { type: "checkbox", "aria-label": `select ${job.job_id}`, checked: selectedJobs.has(job.job_id),
+            onchange: (e) => (e.target.checked ? selectedJobs.set(job.job_id, job.service_id) : selectedJobs.delete(job.job_id)) })],
         el("span", { class: "actions" },
           el("button", { "data-job": job.job_id, onclick: () => resolveJob(job) }, "Resolve…"),
           el("button", { "data-timeline": job.job_id, onclick: () => showTimeline(job) }, "Timeline"),
@@ -494,6 +559,7 @@ const refreshers = {
   im: ["im-status", refreshIm],
   cards: ["cards-status", refreshCards],
   operate: ["operate-status", refreshOperate],
+  audit: ["audit-status", refreshAudit],
   sessions: ["session-status", refreshSession],
 };
 let refreshError = ""; // what the last failed refresh said: taken off the page once a refresh succeeds
@@ -520,11 +586,16 @@ async function start() {
   $("inbox-read-all").addEventListener("click", () => inboxChange("POST", "read-all"));
   $("sessions-form").addEventListener("submit", refreshSession);
   $("im-form").addEventListener("submit", (event) => { event.preventDefault(); refresh(); });
+  $("find-form").addEventListener("submit", (event) => findAnything(event).catch((e) => say($("operate-status"), e.message, true)));
+  $("pause-form").addEventListener("submit", pauseSomething);
+  $("resolve-selected").addEventListener("click", () => resolveSelected().catch((e) => say($("operate-status"), e.message, true)));
+  $("audit-form").addEventListener("submit", (event) => { event.preventDefault(); refresh(); });
   if (!config.local) {
     // A deployed stack: its users sign in with its identity provider and its providers are real, so only
     // Operate runs here.
-    for (const tab of tabs) tab.hidden = tab.getAttribute("aria-controls") !== "operate";
-    for (const section of document.querySelectorAll('[role="tabpanel"]')) section.hidden = section.id !== "operate";
+    const kept = ["operate", "audit"];
+    for (const tab of tabs) tab.hidden = !kept.includes(tab.getAttribute("aria-controls"));
+    for (const section of document.querySelectorAll('[role="tabpanel"]')) section.hidden = !kept.includes(section.id);
     tabs.splice(0, tabs.length, ...tabs.filter((tab) => !tab.hidden));
   }
   const panel = new URLSearchParams(location.search).get("panel");

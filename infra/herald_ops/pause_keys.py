@@ -1,0 +1,43 @@
+"""Which pause an operator names: a partner service's, one target's lane of it, a tenant's events, or a tenant's IM
+pushes. herald-ops and the console both build the key here; a name that cannot be a service, a target or a
+tenant is refused (ValueError) before anything is written."""
+
+from __future__ import annotations
+
+import re
+
+from herald.ids import APP_CODE_PATTERN
+
+
+def events_pause_key(service: str | None, target: str | None, tenant: str | None) -> str:
+    from herald.auth.service_keys import validate_service_id
+    from herald.errors import InvalidArgument
+    from herald.events.models import Lane, Target
+    from herald.holds.models import Pause
+
+    if (service is None) == (tenant is None):
+        raise ValueError("give a service (and perhaps a target) or a tenant")
+    if tenant is not None:
+        if target is not None:
+            raise ValueError("a target names a lane of a service: give it with a service, not a tenant")
+        return Pause.key_of_events_tenant(valid_app_code(tenant))
+    assert service is not None
+    try:
+        validate_service_id(service)
+    except InvalidArgument as error:
+        raise ValueError(error.message) from error
+    if target is None:
+        return Pause.key_of(service)
+    return Pause.key_of(service, Lane.parse(Lane(service, Target.parse(target).key).key).key)
+
+
+def pushes_pause_key(tenant: str) -> str:
+    from herald.holds.models import Pause
+
+    return Pause.key_of_tenant(valid_app_code(tenant))
+
+
+def valid_app_code(app_code: str) -> str:
+    if not re.fullmatch(APP_CODE_PATTERN, app_code):
+        raise ValueError(f"an app_code is 1-32 of a-z, 0-9, '_' or '-', not {app_code!r}")
+    return app_code
