@@ -490,3 +490,35 @@ def test_a_rebinding_page_and_a_cross_site_form_get_nothing_from_the_console(
             assert "another origin" in answer and '"token"' not in answer
     finally:
         attacker.quit()
+
+
+def test_operate_a_service_is_paused_and_resumed_on_the_page_found_by_the_search_box_and_both_acts_are_audited(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    service = f"steer-{secrets.token_hex(3)}"
+    panel(browser, console, "operate")
+    fill(browser, "pause-service", service)
+    fill(browser, "pause-note", "chat move")
+    browser.find_element(By.CSS_SELECTOR, "#pause-form button[type=submit]").click()
+    paused = until(
+        lambda: next(r for r in browser.find_elements(By.CSS_SELECTOR, "#pauses tbody tr") if service in r.text),
+        what="the pause listed",
+    )
+    assert "console" in paused.text and "chat move" in paused.text
+    paused.find_element(By.TAG_NAME, "button").click()
+    until(
+        lambda: not [r for r in browser.find_elements(By.CSS_SELECTOR, "#pauses tbody tr") if service in r.text],
+        what="the pause gone after Resume",
+    )
+    fill(browser, "find-id", f"cfm_{secrets.token_hex(16)}")
+    browser.find_element(By.CSS_SELECTOR, "#find-form button[type=submit]").click()
+    until(lambda: "Nothing Herald recorded" in browser.find_element(By.ID, "find-result").text, what="the search")
+    browser.find_element(By.ID, "tab-audit").click()
+    fill(browser, "audit-actor", "console")
+
+    def audited() -> list[str]:
+        texts = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#audit-records tbody tr")]
+        return [t for t in texts if f"service#{service}" in t]
+
+    acts = until(lambda: len(audited()) == 2 and audited(), what="both acts in the Audit tab")
+    assert "console: resume" in acts[0] and "console: pause" in acts[1] and "note=chat move" in acts[1]

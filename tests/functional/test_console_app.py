@@ -116,7 +116,14 @@ def test_a_foreign_origin_is_refused_even_with_the_right_host(local_state: Path,
 
 @pytest.mark.parametrize(
     "path",
-    ["/console/confirms/lalu/cfm_" + "0" * 32 + "/repair", "/console/dlq/ImPushDeadLetters/peek", "/console/token"],
+    [
+        "/console/confirms/lalu/cfm_" + "0" * 32 + "/repair",
+        "/console/dlq/ImPushDeadLetters/peek",
+        "/console/token",
+        "/console/pauses",
+        "/console/pauses/resume",
+        "/console/events/resolve-many",
+    ],
 )
 def test_a_cross_site_form_post_changes_nothing(local_state: Path, path: str) -> None:
     """Regression: a form post (no JSON, no page token) ran repair and peek (200)."""

@@ -69,3 +69,35 @@ def test_the_search_box_says_nothing_is_known_by_an_id_nobody_issued_and_refuses
     assert page.post("/console/events/resolve-many", json={"service": "deploys", "action": "skip"}).json() == {
         "plan": []
     }
+
+
+def test_a_selection_of_blocked_jobs_is_planned_then_resolved_on_the_console_as_one_audited_act(
+    tmp_path: Path,
+) -> None:
+    from herald.clock import now_ms
+    from herald.events.dynamo import DynamoEventStore
+    from herald.events.models import ExternalEvent, Lane
+
+    with deployed_stack("herald-prod") as environment:
+        store = DynamoEventStore(environment["HERALD_EVENTS_TABLE"])
+        for chat in ("oc_a", "oc_b", "oc_c"):
+            target = {"receive_id": chat, "receive_id_type": "chat_id"}
+            event = {"event_type": "job.done", "data": {"title": chat, "status": "ok", "target": target}}
+            job = store.append(Lane("deploys", f"chat_id:{chat}"), ExternalEvent.from_content(chat, event), now_ms)
+            running = store.commit(job, job.claimed("attempt-1", now_ms() + 20_000), now_ms())
+            store.commit(running, running.failed("230002: the bot is not in the chat", now_ms(), None), now_ms())
+        page = console("herald-prod", tmp_path / "none.json")
+        chosen = ["deploys/chat_id:oc_a:1", "deploys/chat_id:oc_c:1"]
+        body = {"service": "deploys", "action": "skip", "job_ids": chosen}
+        planned = page.post("/console/events/resolve-many", json=body).json()["plan"]
+        assert [row["job_id"] for row in planned] == chosen and page.get("/console/audit").json() == []
+        done = page.post("/console/events/resolve-many", json={**body, "execute": True}).json()
+        assert done["resolved"] == 2 and [row["outcome"] for row in done["plan"]] == ["skipped", "skipped"]
+        left = page.post("/console/events/resolve-many", json={"service": "deploys", "action": "skip"}).json()["plan"]
+        assert [row["job_id"] for row in left] == ["deploys/chat_id:oc_b:1"]  # the one not chosen still blocks
+        (record,) = page.get("/console/audit").json()
+        assert (record["verb"], record["target"], record["arguments"]["jobs"]) == (
+            "console: events resolve",
+            "deploys",
+            ",".join(chosen),
+        )
