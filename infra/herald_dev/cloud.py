@@ -31,6 +31,7 @@ from herald_ops.template import StackTemplate
 from herald.auth.models import OWNER_CAPABILITY
 from herald_client import ServiceClient
 from herald_dev import moto_patches
+from herald_dev.already_running import owns
 from herald_dev.config import LocalCloudConfig
 from herald_dev.engine import ReferenceEngine
 from herald_dev.fakes import Fakes, Providers, start_fakes
@@ -203,7 +204,8 @@ class LocalCloud:
             return
         tables, urls = self._tables_and_queues()
         names = {logical: self.stack.attributes[logical]["QueueName"] for logical in urls}
-        summary = saved.save(tables, names, self.config.region, self.client, self.fakes)
+        owner = self.sample_owner.saved() if self.sample_owner is not None else None
+        summary = saved.save(tables, names, self.config.region, self.client, self.fakes, owner)
         log.info("saved the state in %s (%s)", saved.directory, summary)
 
     def _service_key(self, service_id: str, capability: str) -> str:
@@ -222,6 +224,9 @@ class LocalCloud:
         self.sample_owner = SampleGroupOwner(
             ServiceClient(self.http_url, key, retries=1), self.config.host, self.config.sample_owner_port
         )
+        saved = self._saved_state()
+        if self._restored and saved is not None:  # its requests and members, with Herald's confirms
+            self.sample_owner.restore(saved.sample_owner())
         self.sources.append(self.sample_owner)
         log.info("sample owner service (join group approvals) on %s", self.sample_owner.url)
 
@@ -364,7 +369,7 @@ class LocalCloud:
         if self._moto is not None:
             self._moto.stop()
             log.info("stopped the embedded AWS (moto)")
-        if self.config.state_file is not None and self.config.state_file.exists():
+        if self.config.state_file is not None and owns(self.config.state_file):  # another's is never removed
             self.config.state_file.unlink()
         log.info("local cloud stopped")
 

@@ -46,6 +46,21 @@ class SampleGroupOwner:
     def url(self) -> str:
         return self._server.url
 
+    # ------------------------------------------------------------------ its own truth, kept between runs
+    def saved(self) -> dict[str, Any]:
+        """The requests and members, as `make dev` keeps them in .herald/dev-data with Herald's tables."""
+        with self._lock:
+            members = {group: sorted(users) for group, users in self._members.items()}
+            return {"requests": dict(self._requests), "members": members}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """What `saved` kept, back before the service serves (a group no longer kept here is left out)."""
+        with self._lock:
+            self._requests.update(saved.get("requests", {}))
+            for group, users in saved.get("members", {}).items():
+                if group in self._members:
+                    self._members[group].update(users)
+
     # ------------------------------------------------------------------ an event source of the local cloud
     def start(self, stop: threading.Event) -> None:
         self._server.start()

@@ -86,14 +86,24 @@ class SavedState:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def save(self, tables: dict[str, str], queues: dict[str, str], region: str, clients: Any, fakes: Any) -> str:
-        """Write the snapshot: `tables` logical id -> table name; `queues` logical id -> queue name."""
+    def save(
+        self,
+        tables: dict[str, str],
+        queues: dict[str, str],
+        region: str,
+        clients: Any,
+        fakes: Any,
+        sample_owner: dict[str, Any] | None = None,
+    ) -> str:
+        """Write the snapshot: `tables` logical id -> table name; `queues` logical id -> queue name; the sample
+        owner service's own truth (its requests and members), which belongs with Herald's state."""
         dynamodb, ssm = clients("dynamodb"), clients("ssm")
         snapshot = {
             "tables": {logical: _scan(dynamodb, name) for logical, name in tables.items()},
             "queues": {logical: _moto_messages(name, region) for logical, name in queues.items()},
             "parameters": _parameters(ssm),
             "fakes": fakes.saved() if fakes is not None else {},
+            "sample_owner": sample_owner or {},
         }
         write_private(self.path, json.dumps(snapshot))
         return self._summary(snapshot)
@@ -113,6 +123,11 @@ class SavedState:
         if fakes is not None:
             fakes.restore(snapshot.get("fakes", {}))
         return self._summary(snapshot)
+
+    def sample_owner(self) -> dict[str, Any]:
+        """What the sample owner kept (nothing in a snapshot from before it kept anything)."""
+        kept: dict[str, Any] = json.loads(self.path.read_text()).get("sample_owner", {})
+        return kept
 
     @staticmethod
     def _summary(snapshot: dict[str, Any]) -> str:

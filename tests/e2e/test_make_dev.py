@@ -125,10 +125,12 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
 
 
 def test_make_dev_keeps_its_state_across_restarts_and_fresh_starts_empty(tmp_path: Path) -> None:
-    """A SIGINT to make alone (make does not pass it on) stops it; a key, a notification and what the fake
-    Feishu holds outlive the restart; FRESH=1 starts empty, and the log says which it did."""
-    http_port = free_port()
-    env = dev_environment(tmp_path, http=http_port, ws=free_port(), console=free_port(), owner=-1)
+    """A SIGINT to make alone (make does not pass it on) stops it; a key, a notification, what the fake Feishu
+    holds and the sample owner's own members outlive the restart; FRESH=1 starts empty, and the log says which
+    it did."""
+    http_port, owner_port = free_port(), free_port()
+    env = dev_environment(tmp_path, http=http_port, ws=free_port(), console=free_port(), owner=owner_port)
+    owner = f"http://127.0.0.1:{owner_port}"
     state, log_path = tmp_path / "local.json", tmp_path / "make-dev.log"
     api = f"http://127.0.0.1:{http_port}"
 
@@ -157,6 +159,7 @@ def test_make_dev_keeps_its_state_across_restarts_and_fresh_starts_empty(tmp_pat
     }
     producer = {"Authorization": f"Bearer {key}"}
     assert httpx.post(f"{api}/internal/v1/inbox/notifications", json=notification, headers=producer).is_success
+    let_in_a_member(api, owner, "10004")
     assert_stopped_cleanly(stop(process, signal.SIGINT, to_make_alone=True), "`make` (pid")
     assert not state.exists()
     snapshot = tmp_path / "dev-data" / "snapshot.json"
@@ -168,6 +171,8 @@ def test_make_dev_keeps_its_state_across_restarts_and_fresh_starts_empty(tmp_pat
     assert httpx.get(f"{api}/api/v1/inbox/unread-count", headers=user).json()["data"]["unread_count"] == 1
     again = httpx.post(f"{api}/internal/v1/inbox/notifications", json=notification, headers=producer)
     assert again.json()["data"]["created"] is False  # the same key works, and the dedup record was kept
+    group = eventually(lambda: httpx.get(f"{owner}/groups/night-owls").json(), timeout=30)
+    assert "10004" in group["members"] and [r["state"] for r in group["requests"]] == ["accepted"]
     assert_stopped_cleanly(stop(process, signal.SIGTERM, to_make_alone=True), "SIGTERM")
 
     process, log = run("FRESH=1")
@@ -175,6 +180,27 @@ def test_make_dev_keeps_its_state_across_restarts_and_fresh_starts_empty(tmp_pat
     assert httpx.get(f"{api}/api/v1/inbox/unread-count", headers=user).json()["data"]["unread_count"] == 0
     assert httpx.post(f"{api}/internal/v1/inbox/notifications", json=notification, headers=producer).status_code == 401
     stop(process, signal.SIGINT, to_make_alone=False)
+
+
+def let_in_a_member(api: str, owner: str, user: str) -> None:
+    """The sample owner asks its group's admin (10001), who accepts; the owner adds the member on Herald's call."""
+
+    def asked() -> dict[str, Any]:
+        answer = httpx.post(f"{owner}/groups/night-owls/join-requests", json={"user_id": user}, timeout=10)
+        assert answer.status_code == 200, answer.text  # the owner registers with Herald as it starts
+        return dict(answer.json())
+
+    confirm_id = eventually(asked, timeout=30)["confirm_id"]
+    admin = {"Authorization": f"Bearer {make_token('10001')}"}
+    accepted = httpx.post(
+        f"{api}/api/v1/message/action-confirms/{confirm_id}/accept", json={"command_id": "c-1"}, headers=admin
+    )
+    assert accepted.status_code == 200, accepted.text
+
+    def member() -> None:
+        assert user in httpx.get(f"{owner}/groups/night-owls").json()["members"]
+
+    eventually(member, timeout=30)
 
 
 def local_dynamodb(env: dict[str, str]) -> Any:

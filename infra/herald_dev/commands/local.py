@@ -13,6 +13,7 @@ from typing import Any
 import click
 from herald_ops.stack import DEFAULT_TEMPLATE
 
+from herald_dev.already_running import refusal
 from herald_dev.cloud import LocalCloud, write_state
 from herald_dev.commands.common import env_int, state_file_option
 from herald_dev.config import LocalCloudConfig
@@ -120,6 +121,9 @@ def local(**given: Any) -> int:
         data_dir=Path(given["data_dir"]).resolve() if given["data_dir"] else None,
         fresh=given["fresh"],
     )
+    if (why := refusal(config)) is not None:
+        click.echo(f"herald local: {why}", err=True)
+        return 1
     LocalCloud(config).run()
     return 0
 
