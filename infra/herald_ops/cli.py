@@ -29,6 +29,7 @@ from herald_ops.stack import NoLocalCloud
 
 
 @click.group(help=__doc__.split("\n\n")[0] if __doc__ else None)
+@click.version_option(package_name="herald", prog_name="herald-ops", message="%(prog)s %(version)s")
 def cli() -> None:
     pass
 

@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any
 
 CELL_WIDTH = 48  # a table's cell beyond this is cut ("…"); `show` and `--json` print it whole
+TABLE_WIDTH = 120  # a listing's lines fit a terminal this wide, its widest columns cut first (`--wide`: all whole)
+MIN_CELL = 8  # no column is cut narrower (a table with many columns may then be wider)
 
 
 @dataclass(frozen=True)
@@ -66,14 +68,24 @@ def moment(at_ms: int, now_ms: int) -> str:
     return f"{shown} ({age(delta)} ago)" if delta >= 0 else f"{shown} (in {age(delta)})"
 
 
+UNSET = "—"
+_NO_TIME_BEFORE_MS = 946_684_800_000  # 2000-01-01: an earlier "time" is an unset one (0, 1), never a moment
+
+
+def is_time(name: str) -> bool:
+    """A field holding an epoch-millisecond time, by its name."""
+    return name in ("at_ms", "since_ms") or name.endswith(("_at_ms", "_until_ms"))
+
+
 def value_text(name: str, value: Any, now_ms: int) -> str:
-    """One field for people: times and ages by their names (`*_at_ms`, `*_s`), lists joined, absent as `-`."""
+    """One field for people: times and ages by their names (`*_at_ms`, `*_until_ms`, `*_s`), lists joined, absent
+    (or a time never set) as `—`."""
     if value is None or value in ([], ""):
-        return "-"
+        return UNSET
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if (name == "at_ms" or name.endswith("_at_ms")) and isinstance(value, int) and not isinstance(value, bool):
-        return moment(value, now_ms) if value else "-"
+    if is_time(name) and isinstance(value, int):
+        return moment(value, now_ms) if value >= _NO_TIME_BEFORE_MS else UNSET
     if name.endswith("_s") and isinstance(value, int | float):
         return age(value)
     if isinstance(value, list) and all(isinstance(item, str | int) for item in value):
@@ -90,16 +102,25 @@ def heading(name: str) -> str:
     return printable(name.removesuffix("_ms").removesuffix("_s").replace("_", " "))
 
 
-def table(rows: Sequence[Mapping[str, Any]], listing: Listing, now_ms: int) -> str:
-    """The rows as aligned columns under a heading line."""
+def table(rows: Sequence[Mapping[str, Any]], listing: Listing, now_ms: int, width: int | None = TABLE_WIDTH) -> str:
+    """The rows as aligned columns under a heading line: each cell at most CELL_WIDTH and each line at most
+    `width` characters (the widest columns cut first, none below MIN_CELL); `width` None: every cell whole."""
     cells = [[heading(column) for column in listing.columns]]
     for row in rows:
-        texts = [printable(value_text(column, row.get(column), now_ms)) for column in listing.columns]
-        cells.append([text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…" for text in texts])
+        cells.append([printable(value_text(column, row.get(column), now_ms)) for column in listing.columns])
     widths = [max(len(line[index]) for line in cells) for index in range(len(listing.columns))]
+    if width is not None:
+        widths = [min(CELL_WIDTH, size) for size in widths]
+    while width is not None and sum(widths) + 2 * (len(widths) - 1) > width and max(widths) > MIN_CELL:
+        widths[widths.index(max(widths))] -= 1
     return "\n".join(
-        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip() for line in cells
+        "  ".join(_cut(text, size).ljust(size) for text, size in zip(line, widths, strict=True)).rstrip()
+        for line in cells
     )
+
+
+def _cut(text: str, size: int) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
 
 
 def record_text(row: Mapping[str, Any], now_ms: int) -> str:

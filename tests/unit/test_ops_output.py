@@ -37,7 +37,7 @@ def test_a_table_cuts_long_cells_and_a_record_shows_them_whole() -> None:
     assert lines[0].split() == ["job", "id", "why", "blocked", "at"]
     assert "…" in lines[1] and why not in lines[1] and "(5 s ago)" in lines[1]
     shown = record_text(row, NOW_MS)
-    assert why in shown and "a, b" in shown and re.search(r"^note\s+-$", shown, re.MULTILINE)
+    assert why in shown and "a, b" in shown and re.search(r"^note\s+—$", shown, re.MULTILINE)
 
 
 HOSTILE = {
@@ -85,4 +85,22 @@ def test_a_list_of_records_is_a_timeline_one_entry_a_line_with_its_times_read_an
     assert lines[0].split() == ["calls", "2"] and _clean("\n".join(lines))
     assert "(1 min ago), operation=send, outcome=refused\\x1b[2K, code=230002" in lines[1]
     assert "(5 s ago), operation=send, outcome=done" in lines[2] and lines[2].lstrip().startswith("· at_ms=")
-    assert re.fullmatch(r"marked at\s+-", lines[3])
+    assert re.fullmatch(r"marked at\s+—", lines[3])
+
+
+def test_an_unset_time_of_any_name_is_a_dash_never_1970() -> None:
+    shown = record_text({"lock_until_ms": 0, "since_ms": None, "next_settle_at_ms": 0, "expires_at_ms": 1}, NOW_MS)
+    assert "1970" not in shown and "ago" not in shown
+    assert [line.split()[-1] for line in shown.splitlines()] == ["—"] * 4
+
+
+def test_a_wide_listing_fits_120_columns_by_cutting_its_widest_cells_and_prints_whole_when_asked() -> None:
+    columns = tuple(f"column_{n}" for n in range(8))
+    rows = [{column: f"{column}-" + "v" * 30 for column in columns}]
+    listing = Listing(columns, "nothing")
+    fitted = table(rows, listing, NOW_MS).splitlines()
+    assert max(len(line) for line in fitted) <= 120 and "…" in fitted[1]
+    wide = table(rows, listing, NOW_MS, width=None).splitlines()
+    assert max(len(line) for line in wide) > 120 and "…" not in wide[1]
+    narrow = table([{"a": "x"}], Listing(("a",), "nothing"), NOW_MS).splitlines()
+    assert narrow == ["a", "x"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from herald_ops.output import Listing, json_lines, printable, record_text, table
+from herald_ops.output import TABLE_WIDTH, Listing, json_lines, printable, record_text, table
 from herald_ops.stack import DEFAULT_STATE, DEFAULT_TEMPLATE, Stack
 
 from herald.clock import now_ms
@@ -20,11 +20,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 WAIT_CHOICES = click.IntRange(0, 20)
 AS_JSON = "herald_ops.json"
+WIDE = "herald_ops.wide"
 REFUSAL = "herald_ops.refusal"
 
 
 def _remember_json(context: click.Context, _: click.Parameter, as_json: bool) -> None:
     context.meta[AS_JSON] = as_json
+
+
+def _remember_wide(context: click.Context, _: click.Parameter, wide: bool) -> None:
+    context.meta[WIDE] = wide
 
 
 def stack_options(command: F) -> F:
@@ -36,6 +41,13 @@ def stack_options(command: F) -> F:
             expose_value=False,
             callback=_remember_json,
             help="one JSON object a line, as Herald records it (times in epoch milliseconds)",
+        ),
+        click.option(
+            "--wide",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember_wide,
+            help=f"a listing's every column whole (default: its lines fit {TABLE_WIDTH} characters)",
         ),
         click.option("--stack", "stack_name", help="a deployed stack (default: the running local cloud)"),
         click.option("--profile"),
@@ -101,7 +113,8 @@ def print_record(value: dict[str, Any]) -> None:
 def print_rows(rows: list[dict[str, Any]], listing: Listing) -> None:
     """A listing: a table for people, or JSON lines; when it is empty, a line saying so (stderr with --json)."""
     if rows:
-        click.echo(json_lines(rows) if as_json() else table(rows, listing, now_ms()))
+        width = None if click.get_current_context().meta.get(WIDE) else TABLE_WIDTH
+        click.echo(json_lines(rows) if as_json() else table(rows, listing, now_ms(), width))
     else:
         click.echo(f"# {listing.nothing}" if as_json() else listing.nothing, err=as_json())
 

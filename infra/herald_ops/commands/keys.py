@@ -121,8 +121,12 @@ def keys_create(
     **where: Any,
 ) -> int:
     expires = now_ms() + expires_in_days * 86_400_000 if expires_in_days else None
+    if unknown := [capability for capability in cap if not known_capability(capability)]:
+        return refuse(f"no route of Herald's is under {', '.join(unknown)}: one of {', '.join(known_capabilities())}")
+    stack = stack_of(**where)
+    _warn_unregistered(stack, app_code)
     try:
-        key, record = _service_keys(stack_of(**where)).create_key(
+        key, record = _service_keys(stack).create_key(
             service,
             cap,
             app_code,
@@ -136,6 +140,42 @@ def keys_create(
     except HeraldError as error:
         return refuse(error.message)
     return _new_key(key, record)
+
+
+def known_capabilities() -> list[str]:
+    """The route prefixes a key may be given: each service route's path up to its first parameter (the published
+    OpenAPI document's), and the owner services' marker capability."""
+    import json
+
+    from herald_ops.stack import REPO_ROOT
+
+    from herald.auth.models import OWNER_CAPABILITY
+
+    paths = json.loads((REPO_ROOT / "events" / "openapi.json").read_text())["paths"]
+    fixed = {path.split("/{", 1)[0] for path in paths if path.startswith(("/internal/", "/events/"))}
+    return sorted(fixed | {OWNER_CAPABILITY})
+
+
+def known_capability(capability: str) -> bool:
+    """Whether `capability` is a known prefix or lies under one (a narrower key, e.g. /events/external/webhook)."""
+    wanted = capability.rstrip("/")
+    return any(wanted == known or wanted.startswith(known + "/") or known.startswith(wanted + "/")
+               for known in known_capabilities())  # fmt: skip
+
+
+def _warn_unregistered(stack: Stack, app_codes: tuple[str, ...]) -> None:
+    """A key for an app_code no tenant is registered as works with the stack's own providers: say so."""
+    from herald.tenants.wiring import tenants
+
+    registry = tenants(stack.container)
+    default = stack.settings.default_app_code
+    for app_code in app_codes:
+        if app_code != default and registry.find(app_code) is None:
+            click.echo(
+                f"# warning: {app_code!r} is not a registered tenant: the key acts for it with the stack's providers"
+                " (`herald-ops tenants set` registers it)",
+                err=True,
+            )
 
 
 @keys.command("list", help="every key (or one service's): rights, expiry, revocation, last use")
