@@ -22,6 +22,10 @@ class InvalidArgument(HeraldError):
     code = "INVALID_ARGUMENT"
 
 
+class PayloadTooLarge(HeraldError):
+    code = "PAYLOAD_TOO_LARGE"
+
+
 class Unauthorized(HeraldError):
     code = "UNAUTHORIZED"
 

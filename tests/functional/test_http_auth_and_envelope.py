@@ -66,9 +66,19 @@ def test_service_key_opens_the_routes_of_its_capability(client: TestClient, serv
 
 def test_service_key_outside_its_capabilities_is_403(client: TestClient, service_keys: ServiceKeys) -> None:
     key, _ = service_keys.create_key("scheduler", ["/events/external"])
-    response = client.get("/internal/v1/whoami", headers=_bearer(key))
+    response = client.post("/internal/v1/inbox/notifications", json={}, headers=_bearer(key))
     assert response.status_code == 403
     assert response.json()["code"] == "PERMISSION_DENIED"
+
+
+def test_any_live_key_may_ask_who_it_is_whatever_its_capabilities(
+    client: TestClient, service_keys: ServiceKeys
+) -> None:
+    """Contract §0: `GET /internal/v1/whoami` answers any valid key (a partner's key opens /events/external only)."""
+    key, _ = service_keys.create_key("scheduler", ["/events/external"])
+    response = client.get("/internal/v1/whoami", headers=_bearer(key))
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["capabilities"] == ["/events/external"]
 
 
 @pytest.mark.parametrize("credential", ["hk_0123456789abcdef_" + "A" * 43, "nonsense", make_token()])
@@ -117,7 +127,7 @@ def test_validation_errors_are_400_invalid_argument_not_422(aws: StackTemplate, 
     response = client.post("/api/v1/echo", content=payload, headers={"content-type": "application/json"})
     body = response.json()
     assert response.status_code == 400
-    assert body["code"] == "INVALID_ARGUMENT" and body["data"] is None and body["message"]
+    assert body["code"] == "INVALID_ARGUMENT" and body["data"]["field"].startswith("body") and body["message"]
 
 
 def test_unexpected_error_is_a_500_envelope_without_details(aws: StackTemplate) -> None:
@@ -136,7 +146,7 @@ def test_unexpected_error_is_a_500_envelope_without_details(aws: StackTemplate) 
 def test_openapi_documents_the_error_envelope_and_never_422(client: TestClient) -> None:
     spec = client.get("/api/v1/openapi.json").json()
     responses = spec["paths"]["/api/v1/role-invitations"]["post"]["responses"]
-    assert set(responses) == {"200", "400", "401", "409", "429", "503"}
+    assert set(responses) == {"200", "400", "401", "409", "413", "429", "503"}
     assert responses["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorEnvelope")
 
 
@@ -146,5 +156,8 @@ def test_each_operation_documents_only_the_errors_it_can_give(client: TestClient
     documented = {(method, path): set(op["responses"]) for path, ops in paths.items() for method, op in ops.items()}
     assert documented[("get", "/api/v1/inbox/unread-count")] == {"200", "401", "429", "503"}
     assert documented[("get", "/internal/v1/whoami")] == {"200", "401", "403", "429", "503"}
-    assert documented[("post", "/events/external")] == {"202", "400", "401", "403", "409", "429", "503"}
+    assert documented[("post", "/events/external")] == {"202", "400", "401", "403", "409", "413", "429", "503"}
+    with_body = {key for key, op in ((k, paths[k[1]][k[0]]) for k in documented) if "requestBody" in op}
+    assert with_body and all("413" in documented[key] for key in with_body)  # a body over 64 KiB, documented
+    assert not any("413" in documented[key] for key in documented.keys() - with_body)
     assert not any("500" in statuses or "422" in statuses for statuses in documented.values())

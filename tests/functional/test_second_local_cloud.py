@@ -60,7 +60,9 @@ def test_a_port_another_program_holds_is_named_with_the_variable_that_moves_it(
 
 
 def test_a_state_file_left_by_a_process_that_died_does_not_stop_a_new_cloud(tmp_path: Path) -> None:
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True, text=True
+    )
     state = tmp_path / "local.json"
     state.write_text(json.dumps({"pid": int(finished.stdout), "http_url": "http://127.0.0.1:8080"}))
     config = LocalCloudConfig(

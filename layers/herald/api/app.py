@@ -19,12 +19,12 @@ from herald.api import health
 from herald.api.examples import add_examples
 from herald.api.routing import LazyRoutes
 from herald.container import current
-from herald.errors import HeraldError, RateLimited, Unavailable
+from herald.errors import HeraldError, InvalidArgument, RateLimited, Unavailable
 from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
 from herald.observability import logger
 from herald.tables import is_throttled
 from herald.web.envelope import error_response
-from herald.web.input import strict_json_body
+from herald.web.input import BodyRecorder, field_named, refusal_of, strict_json_body
 
 API_DESCRIPTION = f"""Herald's HTTP API. Errors are the envelope; each operation lists only the errors it can give.
 
@@ -78,6 +78,11 @@ def _document_400_not_422(app: FastAPI, include_every_route: Callable[[], None])
             schema = build()
             for operation in operations(schema.get("paths", {})):
                 operation.get("responses", {}).pop("422", None)
+            for path in schema.get("paths", {}).values():  # a body over the limit (contract §0), never a callback's
+                for operation in path.values():
+                    if "requestBody" in operation:
+                        answer = operation["responses"].get("400") or operation["responses"]["401"]
+                        operation["responses"]["413"] = {**answer, "description": "PAYLOAD_TOO_LARGE"}
             add_examples(schema)
             schema.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
             schema.get("components", {}).get("schemas", {}).pop("ValidationError", None)
@@ -142,6 +147,7 @@ def create_app() -> FastAPI:
         return response
 
     _answer_errors(app)
+    app.add_middleware(BodyRecorder)  # innermost of the middlewares: what the routes read, kept for the error map
     app.add_middleware(ConfiguredCors)
     app.include_router(health.router)
 
@@ -161,7 +167,10 @@ def _answer_errors(app: FastAPI) -> None:
 
     @app.exception_handler(HeraldError)
     async def herald_error(request: Request, exc: HeraldError) -> Response:
-        response = error_response(request, exc.code, exc.message, exc.reason, exc.details)
+        details = exc.details
+        if isinstance(exc, InvalidArgument) and "field" not in details and (named := field_named(exc.message, request)):
+            details = {**details, "field": named}
+        response = error_response(request, exc.code, exc.message, exc.reason, details)
         if isinstance(exc, RateLimited | Unavailable):
             response.headers["Retry-After"] = str(exc.retry_after_s)
         if response.status_code >= 500:
@@ -172,10 +181,19 @@ def _answer_errors(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(request, "INVALID_ARGUMENT", _describe_validation(exc))
+        """A body Herald cannot read is told as such (its size, encoding, nesting, content type) before any field;
+        otherwise the fields, the first named in data.field."""
+        errors = exc.errors()
+        if any(error.get("loc", ("",))[0] == "body" for error in errors) and (refusal := refusal_of(request)):
+            return await herald_error(request, refusal)
+        first = ".".join(str(part) for part in errors[0].get("loc", ())) if errors else ""
+        details = {"field": first} if first else None
+        return error_response(request, "INVALID_ARGUMENT", _describe_validation(exc), details=details)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400 and (refusal := refusal_of(request)) is not None:  # FastAPI could not parse it
+            return await herald_error(request, refusal)
         code = _HTTP_CODES.get(exc.status_code, "INVALID_ARGUMENT" if exc.status_code < 500 else "INTERNAL")
         return error_response(request, code, str(exc.detail))
 

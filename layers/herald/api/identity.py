@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 
 from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, OPERATOR, PARTNER, SERVICE, ApiModel, Envelope, errors, ok
-from herald.web.security import CurrentPrincipal, CurrentService
+from herald.web.security import CurrentKeyHolder, CurrentPrincipal
 
 router = APIRouter()
 
@@ -32,7 +32,8 @@ def me(request: Request, principal: CurrentPrincipal) -> Envelope[Me]:
     response_model=Envelope[ServiceIdentity],
     tags=[PARTNER, ENGINE, OPERATOR],
 )
-def whoami(request: Request, caller: CurrentService) -> Envelope[ServiceIdentity]:
+def whoami(request: Request, caller: CurrentKeyHolder) -> Envelope[ServiceIdentity]:
+    """Any live key may ask what it is (its capabilities, tenants), whatever routes it opens."""
     identity = ServiceIdentity(
         service_id=caller.service_id,
         key_id=caller.key_id,

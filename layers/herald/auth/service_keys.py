@@ -115,8 +115,9 @@ class ServiceKeys:
         self._touched: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def authenticate(self, presented: str, path: str) -> ServiceCaller:
-        """401 for anything but a live key; 403 when the key lacks a capability for `path`."""
+    def authenticate(self, presented: str, path: str | None) -> ServiceCaller:
+        """401 for anything but a live key; 403 when the key lacks a capability for `path` (None: any live key,
+        as who-am-I asks)."""
         match = _KEY.fullmatch(presented)
         record = self._record(match.group(1)) if match else None
         secret = match.group(2) if match else ""
@@ -127,7 +128,7 @@ class ServiceKeys:
         if not record.live(now):
             raise Unauthorized("service key revoked or expired")
         self._record_use(record.key_id, now)
-        if not capability_allows(record.capabilities, path):
+        if path is not None and not capability_allows(record.capabilities, path):
             raise PermissionDenied("service key lacks the capability for this route")
         return ServiceCaller(
             service_id=record.service_id,

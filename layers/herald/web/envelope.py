@@ -89,7 +89,7 @@ def error_response(
     body: dict[str, Any] = {
         "code": code,
         "message": message,
-        "data": {**(details or {}), "reason": reason} if reason else None,
+        "data": {**(details or {}), **({"reason": reason} if reason else {})} or None,
         "request_id": request_id_of(request),
     }
     return JSONResponse(status_code=STATUS_BY_CODE.get(code, 500), content=body)

@@ -56,6 +56,13 @@ def current_service(request: Request) -> ServiceCaller:
     return caller
 
 
+def current_key_holder(request: Request) -> ServiceCaller:
+    """Any live service key, whatever its capabilities (who-am-I: a key may always learn what it is)."""
+    caller = _admitted(service_keys().authenticate(_bearer(request), None))
+    rate_limiter().check(key_limit(), caller.key_id)
+    return caller
+
+
 def current_owner(request: Request) -> ServiceCaller:
     """An owner service: a key holding the owner capability by name (a broader prefix does not grant it)."""
     caller = service_keys().authenticate(_bearer(request), OWNER_CAPABILITY)
@@ -90,5 +97,6 @@ def current_reader_or_owner(request: Request) -> ServiceCaller:
 
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 CurrentService = Annotated[ServiceCaller, Depends(current_service)]
+CurrentKeyHolder = Annotated[ServiceCaller, Depends(current_key_holder)]
 CurrentOwner = Annotated[ServiceCaller, Depends(current_owner)]
 CurrentReaderOrOwner = Annotated[ServiceCaller, Depends(current_reader_or_owner)]
