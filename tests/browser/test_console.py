@@ -266,7 +266,9 @@ def test_operate_an_unknown_job_blocks_its_lane_and_resolving_it_on_the_page_dra
         timeout=60,
         what="the blocked lane",
     )
-    assert "unknown (yours)" in row.text and f"{lane}:1" in row.text
+    assert "unknown (yours)" in row.text
+    shown_id = row.find_element(By.CSS_SELECTOR, "code.id")  # shortened, whole on hover
+    assert "…" in shown_id.text and shown_id.get_attribute("title").startswith(f"{lane}:1 ")
     assert re.fullmatch(r".+ \(\d+ s ago\)", row.find_elements(By.TAG_NAME, "td")[4].text)  # blocked since
     post(1, chat)
     post(2, other)
@@ -284,16 +286,27 @@ def test_operate_an_unknown_job_blocks_its_lane_and_resolving_it_on_the_page_dra
     row.find_element(By.CSS_SELECTOR, "button[data-timeline]").click()
     timeline = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#job-timeline li")]
     assert len(timeline) == 1 and re.search(r"send via cli_\w+: unanswered", timeline[0]), timeline
+    row.find_element(By.CSS_SELECTOR, "button[data-job]").click()  # no name yet: asked for first
+    until(lambda: "Say who you are" in browser.find_element(By.ID, "operate-status").text, what="the name asked")
+    fill(browser, "operator-name", "Ana")
+    browser.find_element(By.CSS_SELECTOR, "#operator-form button[type=submit]").click()
     row.find_element(By.CSS_SELECTOR, "button[data-job]").click()
-    prompt = browser.switch_to.alert
-    prompt.send_keys(f"sent {found[0]['message_id']}")  # the operator found it in Feishu
-    prompt.accept()
-    browser.switch_to.alert.accept()  # "sent ...? This is recorded with your name."
+    form = until(lambda: browser.find_element(By.ID, "resolve-form").is_displayed() and browser.find_element(
+        By.ID, "resolve-form"), what="the resolve form")  # fmt: skip
+    form.find_element(By.CSS_SELECTOR, "input[value=sent]").click()
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()  # sent, without the message id: refused
+    until(lambda: "give the Feishu message id" in browser.find_element(By.ID, "operate-status").text, what="refusal")
+    fill(browser, "resolve-message-id", found[0]["message_id"])  # the operator found it in Feishu
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     until(
         lambda: not [r for r in browser.find_elements(By.CSS_SELECTOR, "#blocked tbody tr") if lane in r.text],
         what="the lane no longer blocked",
     )
     until(lambda: cards(chat) == [f"{service} #0", f"{service} #1"], what="the event behind it delivered")
+    from herald.audit.wiring import audit_log
+
+    acts = audit_log(Stack(None, None, None, cloud.state_file, DEFAULT_TEMPLATE).container).listed(verb="resolve")
+    assert (acts[0].actor, acts[0].arguments["action"]) == ("console (Ana)", "sent")  # the name, kept and recorded
 
 
 def test_operate_a_registered_tenant_is_listed_with_its_apps_and_state_and_never_a_secret(
@@ -372,11 +385,17 @@ def test_operate_a_dead_letter_is_peeked_then_redriven_after_its_plan_and_the_qu
     assert dlq_row().find_elements(By.TAG_NAME, "td")[2].text.endswith(" s")  # the oldest message's age
     click(lambda: dlq_row().find_element(By.XPATH, ".//button[text()='Peek']"), what="Peek")
     until(lambda: marker in browser.find_element(By.ID, "dlq-detail").text, what="the peeked message")
+    (peeked,) = browser.find_elements(By.CSS_SELECTOR, "#dlq-messages tbody tr")  # a table, not raw JSON
+    cells = peeked.find_elements(By.TAG_NAME, "td")
+    assert marker in cells[5].text and cells[1].text == "g" and cells[2].text.endswith("ago)")
     click(lambda: dlq_row().find_element(By.XPATH, ".//button[starts-with(text(), 'Redrive')]"), what="Redrive")
-    plan = until(lambda: browser.switch_to.alert, what="the redrive plan")
-    assert "Redrive plan for TurnsDeadLetters" in plan.text
-    plan.send_keys("TurnsDeadLetters")
-    plan.accept()
+    until(lambda: "go back to their queue" in browser.find_element(By.ID, "redrive-plan").text, what="the plan")
+    fill(browser, "redrive-confirm", "TurnsDeadLetter")  # a typo moves nothing
+    browser.find_element(By.CSS_SELECTOR, "#redrive-form button[type=submit]").click()
+    until(lambda: "type TurnsDeadLetters" in browser.find_element(By.ID, "operate-status").text, what="the refusal")
+    assert dlq_row().find_elements(By.TAG_NAME, "td")[1].text == "1"
+    fill(browser, "redrive-confirm", "TurnsDeadLetters")
+    browser.find_element(By.CSS_SELECTOR, "#redrive-form button[type=submit]").click()
     until(lambda: dlq_row().find_elements(By.TAG_NAME, "td")[1].text == "0", what="the DLQ emptied")
     moved = sqs.receive_message(QueueUrl=source, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
     assert [m["Body"] for m in moved if marker in m["Body"]] == [f'{{"turn_id":"{marker}"}}']
@@ -497,6 +516,8 @@ def test_operate_a_service_is_paused_and_resumed_on_the_page_found_by_the_search
 ) -> None:
     service = f"steer-{secrets.token_hex(3)}"
     panel(browser, console, "operate")
+    fill(browser, "operator-name", "Bo")
+    browser.find_element(By.CSS_SELECTOR, "#operator-form button[type=submit]").click()
     fill(browser, "pause-service", service)
     fill(browser, "pause-note", "chat move")
     browser.find_element(By.CSS_SELECTOR, "#pause-form button[type=submit]").click()
@@ -504,7 +525,7 @@ def test_operate_a_service_is_paused_and_resumed_on_the_page_found_by_the_search
         lambda: next(r for r in browser.find_elements(By.CSS_SELECTOR, "#pauses tbody tr") if service in r.text),
         what="the pause listed",
     )
-    assert "console" in paused.text and "chat move" in paused.text
+    assert "Bo" in paused.text and "chat move" in paused.text
     paused.find_element(By.TAG_NAME, "button").click()
     until(
         lambda: not [r for r in browser.find_elements(By.CSS_SELECTOR, "#pauses tbody tr") if service in r.text],
@@ -514,7 +535,7 @@ def test_operate_a_service_is_paused_and_resumed_on_the_page_found_by_the_search
     browser.find_element(By.CSS_SELECTOR, "#find-form button[type=submit]").click()
     until(lambda: "Nothing Herald recorded" in browser.find_element(By.ID, "find-result").text, what="the search")
     browser.find_element(By.ID, "tab-audit").click()
-    fill(browser, "audit-actor", "console")
+    fill(browser, "audit-actor", "console (Bo)")
 
     def audited() -> list[str]:
         texts = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#audit-records tbody tr")]

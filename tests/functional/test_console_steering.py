@@ -101,3 +101,14 @@ def test_a_selection_of_blocked_jobs_is_planned_then_resolved_on_the_console_as_
             "deploys",
             ",".join(chosen),
         )
+
+
+def test_the_operators_name_the_page_keeps_is_recorded_with_an_act_and_a_control_character_in_it_is_a_400(
+    page: TestClient,
+) -> None:
+    named = page.post("/console/pauses", json={"what": "events", "service": "deploys", "by": "Ana"})
+    assert named.status_code == 200 and named.json()["by"] == "Ana"
+    (record,) = page.get("/console/audit").json()
+    assert record["actor"] == "console (Ana)"
+    forged = page.post("/console/pauses/resume", json={"key": "service#deploys", "by": "Ana\x1b[2J\rroot"})
+    assert forged.status_code == 400 and [p["paused"] for p in page.get("/console/pauses").json()] == ["service#deploys"]

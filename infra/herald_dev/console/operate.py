@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, HTTPException
 from herald_ops import views
 from herald_ops.stack import Stack
 
-from herald_dev.console.steer import recorded
+from herald_dev.console.steer import BY_PATTERN, CONSOLE, recorded
 
 
 def operate_routes(stack: Stack) -> APIRouter:
@@ -37,30 +37,33 @@ def operate_routes(stack: Stack) -> APIRouter:
         action: str = Body(embed=True),
         message_id: str = Body("", embed=True),
         note: str = Body("", embed=True),
-        by: str = Body("console", embed=True),
+        by: str = Body("", embed=True, max_length=64, pattern=BY_PATTERN),
     ) -> dict[str, Any]:
         from herald.events.operations import describe
         from herald.events.wiring import operations
 
         ops = operations(stack.container)
+        who = by or CONSOLE
 
         def act() -> dict[str, Any]:
             if action == "sent" and message_id:
-                return describe(ops.sent(job_id, message_id, by, note))
+                return describe(ops.sent(job_id, message_id, who, note))
             if action in ("requeue", "skip"):
-                return describe(ops.requeue(job_id, by, note) if action == "requeue" else ops.skip(job_id, by, note))
+                return describe(ops.requeue(job_id, who, note) if action == "requeue" else ops.skip(job_id, who, note))
             raise HTTPException(400, "action: sent (with message_id), requeue or skip")
 
-        arguments = {"action": action, "message_id": message_id, "note": note, "by": by}
-        return recorded(stack, "events resolve", job_id, arguments, act)
+        arguments = {"action": action, "message_id": message_id, "note": note}
+        return recorded(stack, "events resolve", job_id, arguments, act, by)
 
     @router.post("/console/confirms/{app_code}/{confirm_id}/repair")
-    def repair(app_code: str, confirm_id: str) -> dict[str, Any]:
+    def repair(
+        app_code: str, confirm_id: str, by: str = Body("", embed=True, max_length=64, pattern=BY_PATTERN)
+    ) -> dict[str, Any]:
         from herald.confirms.models import view
         from herald.confirms.wiring import confirm_operations
 
         act = lambda: confirm_operations(stack.container).repair(app_code, confirm_id)  # noqa: E731
-        repaired = recorded(stack, "confirms repair", confirm_id, {"app_code": app_code}, act)
+        repaired = recorded(stack, "confirms repair", confirm_id, {"app_code": app_code}, act, by)
         return {**view(repaired.confirm), "resent": list(repaired.resent)}
 
     return router
@@ -72,9 +75,14 @@ def _dead_letter_routes(stack: Stack, reading: threading.Lock) -> APIRouter:
     router = APIRouter()
 
     @router.post("/console/dlq/{name}/{step}")
-    def dlq(name: str, step: str, confirm: str = Body("", embed=True)) -> Any:
+    def dlq(
+        name: str,
+        step: str,
+        confirm: str = Body("", embed=True, max_length=200),
+        by: str = Body("", embed=True, max_length=64, pattern=BY_PATTERN),
+    ) -> Any:
         with reading:
-            return _dead_letter_step(stack, name, step, confirm)
+            return _dead_letter_step(stack, name, step, confirm, by)
 
     return router
 
@@ -92,7 +100,7 @@ def _dead_letter_row(sqs: Any, queue: Any, now_ms: int, reading: threading.Lock)
     return {**row, "redrivable": queue.redrivable}
 
 
-def _dead_letter_step(stack: Stack, name: str, step: str, confirm: str) -> Any:
+def _dead_letter_step(stack: Stack, name: str, step: str, confirm: str, by: str) -> Any:
     from herald_ops.dlq import Journal, Redrive, describe, peek, peeked_view, plan
 
     queues = [q for q in views.dead_letter_queues(stack) if q.logical_id == name]
@@ -107,7 +115,7 @@ def _dead_letter_step(stack: Stack, name: str, step: str, confirm: str) -> Any:
     if step == "redrive" and queue.redrivable and confirm == name:
         journal = Journal.open(views.journal_path(stack, name))
         redrive = Redrive(sqs, queue, journal, rate_per_s=10.0, visibility_s=60, wait_s=0)
-        return recorded(stack, "dlq redrive", name, {}, lambda: redrive.run(1000).as_dict())
+        return recorded(stack, "dlq redrive", name, {}, lambda: redrive.run(1000).as_dict(), by)
     raise HTTPException(400, "peek, plan, or redrive with {'confirm': <the DLQ's name>}")
 
 

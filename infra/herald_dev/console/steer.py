@@ -15,14 +15,16 @@ from herald.errors import HeraldError
 
 T = TypeVar("T")
 CONSOLE = "console"
+BY_PATTERN = r"^[^\x00-\x1f\x7f]*$"  # the operator's name as the page keeps it: printable
 
 
-def recorded(stack: Stack, verb: str, target: str, arguments: dict[str, Any], act: Callable[[], T]) -> T:
-    """Run `act` as the console's audited act `verb` on `target`."""
+def recorded(stack: Stack, verb: str, target: str, arguments: dict[str, Any], act: Callable[[], T], by: str = "") -> T:
+    """Run `act` as the console's audited act `verb` on `target`, by the operator the page named (`by`)."""
     from herald.audit.wiring import audit_log
 
     log = audit_log(stack.container)
-    record = log.begin(CONSOLE, f"console: {verb}", target, {k: v for k, v in arguments.items() if v})
+    actor = f"{CONSOLE} ({by})" if by else CONSOLE
+    record = log.begin(actor, f"console: {verb}", target, {k: v for k, v in arguments.items() if v})
     try:
         result = act()
     except HeraldError as error:
@@ -65,18 +67,22 @@ def _pause_routes(stack: Stack) -> APIRouter:
         target: str | None = Body(None, embed=True, max_length=256),
         tenant: str | None = Body(None, embed=True, max_length=32),
         note: str = Body("", embed=True, max_length=500),
+        by: str = Body("", embed=True, max_length=64, pattern=BY_PATTERN),
     ) -> dict[str, Any]:
         from herald.holds.wiring import holds
 
         key = _pause_key(what, service or None, target or None, tenant or None)
-        paused = recorded(stack, "pause", key, {"note": note}, lambda: holds(stack.container).pause(key, CONSOLE, note))
+        act = lambda: holds(stack.container).pause(key, by or CONSOLE, note)  # noqa: E731
+        paused = recorded(stack, "pause", key, {"note": note}, act, by)
         return {"paused": paused.key, "by": paused.by, "note": paused.note, "since_ms": paused.since_ms}
 
     @router.post("/console/pauses/resume")
-    def resume(key: str = Body(embed=True, max_length=400)) -> dict[str, Any]:
+    def resume(
+        key: str = Body(embed=True, max_length=400), by: str = Body("", embed=True, max_length=64, pattern=BY_PATTERN)
+    ) -> dict[str, Any]:
         from herald.holds.wiring import holds
 
-        released = recorded(stack, "resume", key, {}, lambda: holds(stack.container).resume(key))
+        released = recorded(stack, "resume", key, {}, lambda: holds(stack.container).resume(key), by)
         return {"resumed": key, "released": released}
 
     return router
@@ -93,6 +99,7 @@ def _bulk_routes(stack: Stack) -> APIRouter:
         job_ids: Annotated[list[str] | None, Body(embed=True, max_length=500)] = None,
         execute: bool = Body(False, embed=True),
         note: str = Body("", embed=True, max_length=500),
+        by: str = Body("", embed=True, max_length=64, pattern=BY_PATTERN),
     ) -> dict[str, Any]:
         """The plan of a bulk resolution (of the selected jobs only, when `job_ids` names them); with `execute`,
         that plan done, lane by lane."""
@@ -108,7 +115,8 @@ def _bulk_routes(stack: Stack) -> APIRouter:
             "events resolve",
             service,
             arguments,
-            lambda: views.resolve_planned(stack, plan, requeue, CONSOLE, note),
+            lambda: views.resolve_planned(stack, plan, requeue, by or CONSOLE, note),
+            by,
         )
         return {"resolved": done, "plan": plan}
 

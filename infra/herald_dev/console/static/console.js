@@ -402,32 +402,105 @@ async function operateStep(label, call) {
   }
 }
 
-async function dlqDetail(name, step) {
-  const detail = $("dlq-detail");
-  if (step === "redrive") {
-    const plan = await post(`/console/dlq/${name}/plan`);
-    const typed = window.prompt(`Redrive plan for ${name}:\n${printableJson(plan)}\n\nType ${name} to move them back.`);
-    if (typed !== name) return say($("operate-status"), "redrive: not confirmed, nothing moved");
-    const answer = await operateStep(`redrive ${name}`, () => post(`/console/dlq/${name}/redrive`, { confirm: name }));
-    detail.textContent = printableJson(answer);
-  } else {
-    detail.textContent = printableJson(await post(`/console/dlq/${name}/${step}`));
-  }
-  detail.hidden = false;
+// An id shown short (its start and end), whole on hover, copied on a click.
+function shortId(id) {
+  const text = String(id ?? "");
+  const shown = text.length > 18 ? `${text.slice(0, 10)}…${text.slice(-6)}` : text;
+  return el("code", { class: "id", title: `${text} (click to copy)`, onclick: () => navigator.clipboard?.writeText(text) }, shown);
 }
 
-async function resolveJob(job) {
-  const choice = window.prompt(
-    `Resolve ${printable(job.job_id)} (lane ${printable(job.lane)}, ${job.status}): ${printable(job.why)}\n` +
-      "Type: sent <feishu message id> | requeue | skip",
-    "requeue",
+const OPERATOR = "herald.console.operator";
+
+function operatorName() {
+  // Asked once, kept in this browser: every act here is recorded with it.
+  const name = localStorage.getItem(OPERATOR) || "";
+  if (!name) {
+    say($("operate-status"), "Say who you are first: your name is recorded with every act here.", true);
+    $("operator-name").focus();
+  }
+  return name;
+}
+
+function keepOperator(event) {
+  event.preventDefault();
+  const name = $("operator-name").value.trim();
+  if (!name) return;
+  localStorage.setItem(OPERATOR, name);
+  say($("operate-status"), `Acts here are recorded as ${name}.`);
+}
+
+async function dlqDetail(name, step) {
+  $("dlq-detail-title").textContent = `${step === "redrive" ? "Redrive" : "Peek"}: ${name}`;
+  $("dlq-detail").hidden = false;
+  $("redrive-form").hidden = true;
+  if (step === "redrive") {
+    const plan = await post(`/console/dlq/${name}/plan`);
+    const groups = Object.keys(plan.groups ?? {}).length;
+    $("redrive-plan").textContent = `${plan.depth ?? 0} message(s) in ${groups} group(s) go back to their queue, each group in its order.`;
+    $("redrive-form").dataset.queue = name;
+    $("redrive-confirm").value = "";
+    $("redrive-form").hidden = false;
+    $("redrive-confirm").focus();
+  }
+  const peeked = await post(`/console/dlq/${name}/peek`);
+  rows(
+    $("dlq-messages"),
+    (peeked.messages ?? []).map((m) =>
+      el("tr", {}, el("td", {}, shortId(m.message_id)), el("td", {}, shortId(m.group)), el("td", {}, when(m.sent_at_ms)),
+        el("td", {}, m.receive_count), el("td", {}, m.failure_reason ?? ""), el("td", { title: m.body }, String(m.body).slice(0, 120))),
+    ),
+    "No message in this queue.",
   );
-  if (!choice) return;
-  const [action, messageId = ""] = choice.trim().split(/\s+/);
-  if (!window.confirm(`${action} ${job.job_id}? This is recorded with your name.`)) return;
+}
+
+async function redriveConfirmed(event) {
+  event.preventDefault();
+  const name = $("redrive-form").dataset.queue;
+  if ($("redrive-confirm").value.trim() !== name) return say($("operate-status"), `redrive: type ${name} to move them back`, true);
+  $("redrive-form").hidden = true;
+  const answer = await operateStep(`redrive ${name}`, () => post(`/console/dlq/${name}/redrive`, { confirm: name, by: operatorName() }));
+  if (answer) say($("operate-status"), `redrive ${name}: ${answer.moved ?? 0} moved`);
+}
+
+let resolving = null; // the blocked job the resolve form is open for
+
+function resolveJob(job) {
+  if (!operatorName()) return;
+  resolving = job;
+  $("resolve-title").textContent = `Resolve ${printable(job.job_id)}`;
+  $("resolve-why").textContent = printable(`lane ${job.lane}, ${job.status}: ${job.why ?? ""}`);
+  $("resolve-message-id").value = "";
+  $("resolve-note").value = "";
+  $("resolve-form").hidden = false;
+  $("resolve-form").querySelector("input[name=resolve-action]").focus();
+}
+
+async function resolveSubmitted(event) {
+  event.preventDefault();
+  const action = $("resolve-form").querySelector("input[name=resolve-action]:checked").value;
+  const messageId = $("resolve-message-id").value.trim();
+  if (action === "sent" && !messageId) return say($("operate-status"), "sent: give the Feishu message id it arrived as", true);
+  const job = resolving;
+  $("resolve-form").hidden = true;
   await operateStep(`${action} ${job.job_id}`, () =>
-    post(`/console/events/${encodeURIComponent(job.job_id)}/resolve`, { action, message_id: messageId, note: "from the console" }),
+    post(`/console/events/${encodeURIComponent(job.job_id)}/resolve`, { action, message_id: messageId, note: $("resolve-note").value, by: operatorName() }),
   );
+}
+
+let repairing = null;
+
+function repairConfirm(confirm) {
+  if (!operatorName()) return;
+  repairing = confirm;
+  $("repair-what").textContent = printable(`Settle ${confirm.confirm_id} (${confirm.app_code}) from its owner now and resend its failed pushes?`);
+  $("repair-form").hidden = false;
+}
+
+async function repairSubmitted(event) {
+  event.preventDefault();
+  const c = repairing;
+  $("repair-form").hidden = true;
+  await operateStep(`repair ${c.confirm_id}`, () => post(`/console/confirms/${c.app_code}/${c.confirm_id}/repair`, { by: operatorName() }));
 }
 
 function showTimeline(job) {
@@ -447,6 +520,8 @@ function showTimeline(job) {
 const selectedJobs = new Map(); // job id -> its service: the blocked jobs ticked for a bulk resolution
 
 async function resolveSelected() {
+  const by = operatorName();
+  if (!by) return;
   const action = $("resolve-selected-action").value;
   const byService = new Map();
   for (const [job, service] of selectedJobs) byService.set(service, [...(byService.get(service) ?? []), job]);
@@ -455,7 +530,7 @@ async function resolveSelected() {
     const lines = plan.map((j) => `${j.job_id} (${j.status}) → ${j.becomes}`).join("\n");
     if (!plan.length || !window.confirm(`${service}: ${action} these ${plan.length} job(s), lane by lane?\n${printable(lines)}`)) continue;
     await operateStep(`${action} ${plan.length} job(s) of ${service}`, () =>
-      post("/console/events/resolve-many", { service, action, job_ids: jobIds, execute: true, note: "from the console" }),
+      post("/console/events/resolve-many", { service, action, job_ids: jobIds, execute: true, note: "from the console", by }),
     );
   }
   selectedJobs.clear();
@@ -479,9 +554,11 @@ async function findAnything(event) {
 
 async function pauseSomething(event) {
   event.preventDefault();
+  const by = operatorName();
+  if (!by) return;
   const value = (id) => $(id).value.trim() || null;
   const body = { what: $("pause-what").value, service: value("pause-service"), target: value("pause-target"),
-    tenant: value("pause-tenant"), note: $("pause-note").value };
+    tenant: value("pause-tenant"), note: $("pause-note").value, by };
   await operateStep("pause", () => post("/console/pauses", body));
 }
 
@@ -505,7 +582,7 @@ async function refreshOperate() {
     $("pauses"),
     pauses.map((p) =>
       row([p.paused, p.by, p.note, when(p.since_ms), p.held],
-        el("button", { onclick: () => operateStep(`resume ${p.paused}`, () => post("/console/pauses/resume", { key: p.paused })) }, "Resume")),
+        el("button", { onclick: () => operatorName() && operateStep(`resume ${p.paused}`, () => post("/console/pauses/resume", { key: p.paused, by: operatorName() })) }, "Resume")),
     ),
     "Nothing paused: every delivery is moving.",
   );
@@ -523,7 +600,7 @@ async function refreshOperate() {
     $("blocked"),
     state.blocked.map((job) =>
       row(
-        [job.lane, job.job_id, job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, when(job.blocked_at_ms), job.waiting_behind,
+        [job.lane, shortId(job.job_id), job.awaiting_operator ? `${job.status} (yours)` : job.status, job.why, when(job.blocked_at_ms), job.waiting_behind,
           el("input", { type: "checkbox", "aria-label": `select ${job.job_id}`, checked: selectedJobs.has(job.job_id),
             onchange: (e) => (e.target.checked ? selectedJobs.set(job.job_id, job.service_id) : selectedJobs.delete(job.job_id)) })],
         el("span", { class: "actions" },
@@ -538,8 +615,8 @@ async function refreshOperate() {
     $("stuck"),
     state.stuck.map((c) =>
       row(
-        [c.confirm_id, c.status ?? c.push, c.overdue_s == null ? c.why : `${c.why}, ${age(c.overdue_s)} overdue`],
-        el("button", { onclick: () => operateStep(`repair ${c.confirm_id}`, () => post(`/console/confirms/${c.app_code}/${c.confirm_id}/repair`)) }, "Repair"),
+        [shortId(c.confirm_id), c.status ?? c.push, c.overdue_s == null ? c.why : `${c.why}, ${age(c.overdue_s)} overdue`],
+        el("button", { onclick: () => repairConfirm(c) }, "Repair…"),
       ),
     ),
     "Nothing stuck.",
@@ -590,6 +667,14 @@ async function start() {
   $("pause-form").addEventListener("submit", pauseSomething);
   $("resolve-selected").addEventListener("click", () => resolveSelected().catch((e) => say($("operate-status"), e.message, true)));
   $("audit-form").addEventListener("submit", (event) => { event.preventDefault(); refresh(); });
+  $("operator-name").value = localStorage.getItem(OPERATOR) || "";
+  $("operator-form").addEventListener("submit", keepOperator);
+  $("resolve-form").addEventListener("submit", (e) => resolveSubmitted(e).catch((err) => say($("operate-status"), err.message, true)));
+  $("resolve-cancel").addEventListener("click", () => { $("resolve-form").hidden = true; });
+  $("repair-form").addEventListener("submit", (e) => repairSubmitted(e).catch((err) => say($("operate-status"), err.message, true)));
+  $("repair-cancel").addEventListener("click", () => { $("repair-form").hidden = true; });
+  $("redrive-form").addEventListener("submit", (e) => redriveConfirmed(e).catch((err) => say($("operate-status"), err.message, true)));
+  $("redrive-cancel").addEventListener("click", () => { $("redrive-form").hidden = true; });
   if (!config.local) {
     // A deployed stack: its users sign in with its identity provider and its providers are real, so only
     // Operate runs here.
