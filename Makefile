@@ -33,6 +33,7 @@ TS_CLIENT := clients/typescript/node_modules/.package-lock.json
 setup: $(STAMP) $(DYNAMODB_LOCAL) $(FAUXQS)
 
 $(UV_STAMP):
+	@echo "setup: installing uv $(UV_VERSION) into $(UV_VENV) (it installs and locks the rest)"
 	$(PYTHON) -m venv $(UV_VENV)
 	$(UV_VENV)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	rm -f $(UV_VENV)/.installed-* && touch $@
@@ -43,14 +44,17 @@ lock: $(UV_STAMP)
 	$(UV_COMPILE) --extra dev --extra ops --python-platform x86_64-manylinux_2_28 -o $(LOCK)
 	$(UV_COMPILE) --python-platform x86_64-manylinux2014 -c $(LOCK) -o layers/requirements.txt
 
-$(STAMP):
+$(STAMP): $(UV_STAMP)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Herald needs Python 3.11 (the Lambda runtime), found " + sys.version)'
 	@if [ -x $(BIN)/python ] && $(BIN)/python infra/venv_ready.py; then \
 		echo "$(VENV) already has Herald (editable) and every pinned dependency"; \
 	else \
-		set -x && $(PYTHON) -m venv $(VENV) \
-			&& $(BIN)/pip install --quiet --disable-pip-version-check --require-hashes -r $(LOCK) \
-			&& $(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .; \
+		echo "setup: installing the $$(grep -c '^[a-z0-9].*==' $(LOCK)) packages of $(LOCK) into $(VENV) with uv" \
+			"(each checked against its hash), then Herald itself (editable)"; \
+		$(PYTHON) -m venv $(VENV) \
+			&& $(UV_VENV)/bin/uv pip install --python $(BIN)/python --require-hashes -r $(LOCK) \
+			&& $(UV_VENV)/bin/uv pip install --python $(BIN)/python --no-deps -e . \
+			&& echo "setup: $(VENV) is ready"; \
 	fi
 	rm -f $(VENV)/.installed-* && touch $@
 
@@ -66,10 +70,13 @@ $(CHROMEDRIVER):
 
 ## dev: the whole product on this machine (embedded AWS, HTTP + WebSocket APIs, pollers, fakes). Its state is
 ## kept in $(DEV_DATA) between runs; `make dev FRESH=1` starts empty, `make dev REQUEST_LOGS=1` logs the local
-## parts' own requests (the console's polls, health checks).
+## parts' own requests (the console's polls, health checks); the functions log a line a person reads for each
+## record, and `make dev LOG_FORMAT=json` logs Powertools' JSON (with its metrics) as in AWS.
 DEV_DATA ?= .herald/dev-data
+LOG_FORMAT ?= text
 dev: $(STAMP)
-	$(BIN)/herald local --data-dir $(DEV_DATA) $(if $(FRESH),--fresh) $(if $(REQUEST_LOGS),--request-logs)
+	$(BIN)/herald local --data-dir $(DEV_DATA) --log-format $(LOG_FORMAT) $(if $(FRESH),--fresh) \
+		$(if $(REQUEST_LOGS),--request-logs)
 
 ## test: every test. First what the tests need, side by side (the venv, the npm installs, Chromium, SAM CLI, the
 ## client generator; each skipped when already there), then lint, the AWS build check and the clients side by side,

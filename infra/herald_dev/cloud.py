@@ -224,8 +224,7 @@ class LocalCloud:
         self.sample_owner = SampleGroupOwner(
             ServiceClient(self.http_url, key, retries=1), self.config.host, self.config.sample_owner_port
         )
-        saved = self._saved_state()
-        if self._restored and saved is not None:  # its requests and members, with Herald's confirms
+        if self._restored and (saved := self._saved_state()) is not None:  # its requests and members, kept too
             self.sample_owner.restore(saved.sample_owner())
         self.sources.append(self.sample_owner)
         log.info("sample owner service (join group approvals) on %s", self.sample_owner.url)

@@ -543,3 +543,29 @@ def test_operate_a_service_is_paused_and_resumed_on_the_page_found_by_the_search
 
     acts = until(lambda: len(audited()) == 2 and audited(), what="both acts in the Audit tab")
     assert "console: resume" in acts[0] and "console: pause" in acts[1] and "note=chat move" in acts[1]
+
+
+def test_the_api_reference_tries_a_call_with_the_key_the_page_asks_for_and_shows_the_answer(
+    cloud: LocalCloudProcess, browser: WebDriver
+) -> None:
+    """Issue 49, item 5: the reference page's own script runs under its CSP (allowed by its hash) and calls this
+    API with the key typed into it; its tables and anchors are there in a real browser."""
+    service = f"docs-{secrets.token_hex(3)}"
+    key = service_key(cloud, service, "/events/external")["Authorization"].removeprefix("Bearer ")
+    browser.get(f"{cloud.http_url}/api/v1/docs#identity.whoami")
+    operation = until(lambda: browser.find_element(By.ID, "identity.whoami"), what="the whoami operation")
+    fill(browser, "token", key)
+    browser.find_element(By.TAG_NAME, "h1").click()  # the key is kept on change
+    operation.find_element(By.XPATH, ".//summary[text()='Try it']").click()
+    operation.find_element(By.CSS_SELECTOR, "form.try button[type=submit]").click()
+
+    def answered() -> str:
+        shown = str(operation.find_element(By.TAG_NAME, "output").text)
+        return shown if shown.startswith("200") else ""
+
+    answer = until(answered, what="the answer")
+    assert f'"service_id": "{service}"' in answer
+    fields = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "[id='inbox.record'] table td code")]
+    assert "title" in fields and "payload" in fields  # the body's fields, as a table
+    errors = [log for log in browser.get_log("browser") if log["level"] == "SEVERE"]
+    assert errors == [], errors  # nothing the CSP refused

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -122,6 +123,9 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
     # The newcomer watches the merged turn in the reference engine's log.
     assert "2 messages arrived while you were working" in (tmp_path / "make-dev.log").read_text()
     assert not state.exists()
+    # A line a person reads for each record, the functions' too: no raw JSON (that is `LOG_FORMAT=json`).
+    assert not [line for line in log.splitlines() if line.lstrip().startswith(("{", '"'))], log
+    assert re.search(r"^\d\d:\d\d:\d\d INFO  herald-[a-z-]+: ", log, re.MULTILINE), log
 
 
 def test_make_dev_keeps_its_state_across_restarts_and_fresh_starts_empty(tmp_path: Path) -> None:

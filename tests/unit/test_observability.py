@@ -2,6 +2,8 @@
 (which Lambda never does; see tests/support/metrics.py) emit every metric once and never fail to flush."""
 
 import json
+import logging
+import re
 import threading
 import warnings
 from typing import Any
@@ -62,3 +64,15 @@ def test_metrics_carry_the_stage_of_the_settings_the_process_runs_with(
     handler({}, FakeLambdaContext())
     (emitted,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"Probe"' in line]
     assert emitted["stage"] == "prod"
+
+
+def test_a_readable_log_line_has_its_time_level_function_message_and_own_keys_and_no_lambda_context() -> None:
+    from herald.observability import ReadableFormatter
+
+    formatter = ReadableFormatter(service="herald-events-worker")
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "lane drained", None, None)
+    record.lane, record.result = "svc/chat_id:oc_1", "caught_up"  # what `logger.info(..., lane=...)` adds
+    formatter.append_keys(cold_start=False, function_request_id="r-1")
+    line = formatter.format(record)
+    assert re.match(r"\d\d:\d\d:\d\d INFO  herald-events-worker: lane drained  lane=svc/chat_id:oc_1", line)
+    assert "cold_start" not in line and "function_request_id" not in line and "{" not in line

@@ -19,6 +19,10 @@ from herald_dev.commands.common import env_int, state_file_option
 from herald_dev.config import LocalCloudConfig
 from herald_dev.fakes import Providers
 
+# What the functions log as under `--log-format text`: readable lines, and no metrics (EMF JSON lines are for
+# CloudWatch, not for a person reading `make dev`).
+READABLE_LOGS = {"text": {"HERALD_LOG_FORMAT": "text", "POWERTOOLS_METRICS_DISABLED": "true"}}
+
 
 def _pairs(pairs: Iterable[str]) -> dict[str, str]:
     result = {}
@@ -90,6 +94,13 @@ def _env(name: str, default: str | None = None) -> Callable[[], str | None]:
 )
 @click.option("--fresh", is_flag=True, help="start empty, whatever --data-dir holds")
 @click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default=_env("HERALD_LOG_FORMAT", "json"),
+    help="the functions' logs: a line a person reads for each record (text: `make dev`), or Powertools' JSON as in"
+    " AWS, with its metrics (json)",
+)
+@click.option(
     "--request-logs",
     is_flag=True,
     help="log every HTTP request the local cloud's own parts make (the console's polls, health checks)",
@@ -108,7 +119,7 @@ def local(**given: Any) -> int:
         dynamodb_endpoint=given["dynamodb_endpoint"],
         sqs_endpoint=given["sqs_endpoint"],
         parameter_overrides=_pairs(given["parameter"]),
-        environment=_pairs(given["env"]),
+        environment={**_pairs(given["env"]), **READABLE_LOGS.get(given["log_format"], {})},
         secrets=_pairs(given["secret"]),
         state_file=Path(given["state_file"]) if given["state_file"] else None,
         tencent_im_port=given["tencent_im_port"],

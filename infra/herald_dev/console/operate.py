@@ -18,6 +18,7 @@ def operate_routes(stack: Stack) -> APIRouter:
     router = APIRouter()
     reading = threading.Lock()  # the page's poll and an operator's click never read the DLQs at once
     router.include_router(_dead_letter_routes(stack, reading))
+    router.include_router(_resolve_routes(stack))
 
     @router.get("/console/operate")
     def operate() -> dict[str, Any]:
@@ -30,6 +31,24 @@ def operate_routes(stack: Stack) -> APIRouter:
             "stuck": views.stuck_confirms(stack, grace_s=0),
             "tenants": views.tenants(stack),
         }
+
+    @router.post("/console/confirms/{app_code}/{confirm_id}/repair")
+    def repair(
+        app_code: str, confirm_id: str, by: str = Body("", embed=True, max_length=64, pattern=BY_PATTERN)
+    ) -> dict[str, Any]:
+        from herald.confirms.models import view
+        from herald.confirms.wiring import confirm_operations
+
+        act = lambda: confirm_operations(stack.container).repair(app_code, confirm_id)  # noqa: E731
+        repaired = recorded(stack, "confirms repair", confirm_id, {"app_code": app_code}, act, by)
+        return {**view(repaired.confirm), "resent": list(repaired.resent)}
+
+    return router
+
+
+def _resolve_routes(stack: Stack) -> APIRouter:
+    """One blocked job resolved from its form: sent (with its Feishu message id), requeue or skip."""
+    router = APIRouter()
 
     @router.post("/console/events/{job_id:path}/resolve")  # a lane's job id holds a "/"
     def resolve(
@@ -54,17 +73,6 @@ def operate_routes(stack: Stack) -> APIRouter:
 
         arguments = {"action": action, "message_id": message_id, "note": note}
         return recorded(stack, "events resolve", job_id, arguments, act, by)
-
-    @router.post("/console/confirms/{app_code}/{confirm_id}/repair")
-    def repair(
-        app_code: str, confirm_id: str, by: str = Body("", embed=True, max_length=64, pattern=BY_PATTERN)
-    ) -> dict[str, Any]:
-        from herald.confirms.models import view
-        from herald.confirms.wiring import confirm_operations
-
-        act = lambda: confirm_operations(stack.container).repair(app_code, confirm_id)  # noqa: E731
-        repaired = recorded(stack, "confirms repair", confirm_id, {"app_code": app_code}, act, by)
-        return {**view(repaired.confirm), "resent": list(repaired.resent)}
 
     return router
 
