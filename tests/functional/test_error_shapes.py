@@ -73,3 +73,25 @@ def _user(user: str = "10002") -> dict[str, str]:
     from tests.support.tokens import make_token
 
     return {"Authorization": f"Bearer {make_token(user)}"}
+
+
+def test_every_4xx_of_the_contracts_table_is_the_envelope_with_a_message_that_says_what_to_change(
+    api: TestClient, producer: dict[str, str], service_keys: Any
+) -> None:
+    partner, _ = service_keys.create_key("scheduler", ["/events/external"])
+    unknown_confirm = "/api/v1/message/action-confirms/cfm_" + "0" * 32 + "/accept"
+    answers = {
+        400: api.get("/api/v1/inbox/notifications", params={"page_token": "garbage"}, headers=_user()),
+        401: api.get("/api/v1/inbox/unread-count"),
+        403: api.post(URL, json={}, headers={"Authorization": f"Bearer {partner}"}),
+        404: api.post(
+            "/api/v1/message/action-confirms/cfm_" + "0" * 32 + "/accept", json={"command_id": "c"}, headers=_user()
+        ),  # fmt: skip
+        405: api.delete("/api/v1/inbox/unread-count", headers=_user()),
+        413: api.post(URL, content=b"{" * 70_000, headers={**producer, "content-type": "application/json"}),
+    }
+    for status, answer in answers.items():
+        body = answer.json()
+        assert answer.status_code == status, (status, body)
+        assert set(body) == {"code", "message", "data", "request_id"} and body["message"].strip(), (status, body)
+        assert body["code"] != "INTERNAL" and "error parsing" not in body["message"], (status, body)
