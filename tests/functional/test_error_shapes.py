@@ -84,9 +84,7 @@ def test_every_4xx_of_the_contracts_table_is_the_envelope_with_a_message_that_sa
         400: api.get("/api/v1/inbox/notifications", params={"page_token": "garbage"}, headers=_user()),
         401: api.get("/api/v1/inbox/unread-count"),
         403: api.post(URL, json={}, headers={"Authorization": f"Bearer {partner}"}),
-        404: api.post(
-            "/api/v1/message/action-confirms/cfm_" + "0" * 32 + "/accept", json={"command_id": "c"}, headers=_user()
-        ),  # fmt: skip
+        404: api.post(unknown_confirm, json={"command_id": "c"}, headers=_user()),
         405: api.delete("/api/v1/inbox/unread-count", headers=_user()),
         413: api.post(URL, content=b"{" * 70_000, headers={**producer, "content-type": "application/json"}),
     }
