@@ -39,6 +39,7 @@ M = TypeVar("M", bound=Model)
 T = TypeVar("T")
 
 THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+UNAVAILABLE_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
 _ATTEMPTS = 8
 
 
@@ -158,7 +159,7 @@ class Transaction:
             with self._transaction:
                 pass
         except TransactWriteError as error:
-            if error.cause_response_code != "TransactionCanceledException" or _worth_retrying(error):
+            if error_code(error) != "TransactionCanceledException" or _worth_retrying(error):
                 raise
             order = [label for kind in ("check", "delete", "put", "update") for label in self._labels[kind]]
             codes = reasons(error)
@@ -203,34 +204,69 @@ def page(
     try:
         rows = list(results)
     except QueryError as error:
-        if start and error.cause_response_code == "ValidationException":
+        if start and error_code(error) == "ValidationException":
             raise InvalidArgument("page_token is malformed") from error
         raise
     last = results.last_evaluated_key
     return rows, encode_token({**scope, **{name: from_attr(value) for name, value in last.items()}} if last else None)
 
 
+def error_code(error: PynamoDBException) -> str | None:
+    """DynamoDB's error code, or None when there was no answer at all (a dropped connection, a read timeout: their
+    botocore errors carry no response, or a `None` one, where PynamoDB's own lookup raises)."""
+    response = getattr(error.cause, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return str(code) if code is not None else None
+
+
 def condition_failed(error: PynamoDBException) -> bool:
     """A single write's condition was false (a lost race or a repeated request, never a fault)."""
-    return error.cause_response_code == "ConditionalCheckFailedException"
+    return error_code(error) == "ConditionalCheckFailedException"
 
 
 def is_throttled(error: PynamoDBException) -> bool:
     """DynamoDB still said "not now" (over capacity or request rate) after every retry."""
-    return error.cause_response_code in THROTTLING_CODES or (
+    return error_code(error) in THROTTLING_CODES or (
         isinstance(error, TransactWriteError) and "ThrottlingError" in reasons(error)
     )
 
 
+def is_unavailable(error: PynamoDBException) -> bool:
+    """DynamoDB failed on its side, or never answered, after every retry (throttling, InternalServerError,
+    ServiceUnavailable, a dropped connection or a timeout): the request may pass later. Never a condition, a
+    cancelled transaction's own reasons or a request DynamoDB refused as malformed (those are answers)."""
+    code = error_code(error)
+    if code is None:
+        return error.cause is not None  # no answer from DynamoDB at all
+    return code in THROTTLING_CODES or code in UNAVAILABLE_CODES or is_throttled(error)
+
+
+_UNAVAILABLE_SUFFIXES = ("ServiceUnavailable", "InternalError", "InternalFailure", "Throttling", "RequestThrottled")
+
+
+def aws_unavailable(error: BaseException) -> bool:
+    """Any AWS service (SQS, API Gateway's management API, SSM) failing on its side, throttling or never
+    answering, as botocore raises it: worth a 503 and a later try (a request it refused is not)."""
+    from botocore.exceptions import ClientError
+
+    if not isinstance(error, ClientError):
+        return True  # BotoCoreError: no answer (a dropped connection, a timeout)
+    code = str(error.response.get("Error", {}).get("Code", ""))
+    status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    return status >= 500 or code in THROTTLING_CODES or code.endswith(_UNAVAILABLE_SUFFIXES)
+
+
 def reasons(error: TransactWriteError) -> list[str | None]:
-    """Each transaction item's cancellation code, in the order the items were given (None: not a cause)."""
-    return [reason.code if reason is not None else None for reason in error.cancellation_reasons]
+    """Each transaction item's cancellation code, in the order the items were given (None: not a cause; none at
+    all when the transaction got no answer)."""
+    given = getattr(error.cause, "cancellation_reasons", None) or []
+    return [reason.code if reason is not None else None for reason in given]
 
 
 def _worth_retrying(error: PynamoDBException) -> bool:
     """DynamoDB throttled the request, or cancelled a transaction only because another one held one of its
     items: the same request may succeed now (a failed condition never will)."""
-    if error.cause_response_code in THROTTLING_CODES:
+    if error_code(error) in THROTTLING_CODES:
         return True
     if not isinstance(error, TransactWriteError):
         return False

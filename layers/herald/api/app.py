@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -22,7 +23,7 @@ from herald.container import current
 from herald.errors import HeraldError, InvalidArgument, RateLimited, Unavailable
 from herald.input_policy import BODY_LIMITS, FREE_FORM_LIMITS
 from herald.observability import logger
-from herald.tables import is_throttled
+from herald.tables import aws_unavailable, is_unavailable
 from herald.web.envelope import error_response
 from herald.web.input import BodyRecorder, field_named, refusal_of, strict_json_body
 
@@ -199,8 +200,18 @@ def _answer_errors(app: FastAPI) -> None:
 
     @app.exception_handler(PynamoDBException)
     async def table_error(request: Request, exc: PynamoDBException) -> Response:
-        """DynamoDB still throttling after every retry is 503 with Retry-After; anything else is a fault."""
-        if is_throttled(exc):
+        """DynamoDB still failing or silent after every retry (throttling, its own errors, a dropped connection)
+        is 503 with Retry-After; anything else is a fault."""
+        if is_unavailable(exc):
+            return await herald_error(request, Unavailable("Herald is busy; try again shortly"))
+        return await unexpected_error(request, exc)
+
+    @app.exception_handler(ClientError)
+    @app.exception_handler(BotoCoreError)
+    async def aws_error(request: Request, exc: Exception) -> Response:
+        """Another AWS service (SQS, the WebSocket API) failing on its side or silent after the SDK's retries is
+        503 with Retry-After; a request of ours it refused is a fault."""
+        if aws_unavailable(exc):
             return await herald_error(request, Unavailable("Herald is busy; try again shortly"))
         return await unexpected_error(request, exc)
 
