@@ -242,6 +242,7 @@ class InMemoryConfirmStore:
         self.confirms: dict[tuple[str, str], Confirm] = {}
         self.sources: dict[tuple[str, str, str], str] = {}
         self.before_commit: list[Callable[[], object]] = []
+        self.lost_replies = 0
 
     def create(self, confirm: Confirm) -> Confirm:
         source = (confirm.app_code, confirm.source_name, confirm.source_event_id)
@@ -276,6 +277,9 @@ class InMemoryConfirmStore:
         if (stored.version, stored.status) != (current.version, current.status):
             raise StaleConfirm(current.confirm_id)
         self.confirms[(new.app_code, new.confirm_id)] = new
+        if self.lost_replies:  # the write landed; its reply was lost, and the SDK's retry met its own condition
+            self.lost_replies -= 1
+            raise StaleConfirm(current.confirm_id)
         return new
 
     def between(

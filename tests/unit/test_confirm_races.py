@@ -92,3 +92,38 @@ def test_accept_and_reject_at_once_the_owner_carries_out_only_the_first_and_the_
         confirms.act(RECEIVER, CONFIRM_ID, Action.ACCEPT, "cmd-a")
     assert refused.value.reason == "rejected"
     assert owner.asked == ["reject"] and rejected[0].status is ConfirmStatus.REJECTED
+
+
+def test_a_claim_whose_reply_was_lost_is_recognised_as_this_clicks_own_and_finished(
+    confirms: Confirms, store: InMemoryConfirmStore, owner: Owner
+) -> None:
+    """Issue 50: the claim (pending -> processing) landed, its reply was lost and the SDK's retry met its own
+    condition. The stored lock is the one this very click wrote: it goes on, never a 409 `processing`."""
+    store.lost_replies = 1
+    accepted = confirms.act(RECEIVER, CONFIRM_ID, Action.ACCEPT, "cmd-1")
+    assert accepted.status is ConfirmStatus.ACCEPTED and owner.asked == ["accept"]
+
+
+class DiesOnce(Owner):
+    """An owner whose first call never returns to Herald (the function timed out after the claim)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasons: list[str] = []
+
+    def act(self, confirm: Confirm, action: Action, reason: str) -> OwnerFact:
+        self.reasons.append(reason)
+        if len(self.reasons) == 1:
+            raise TimeoutError("the invocation ended after the claim")
+        return super().act(confirm, action, reason)
+
+
+def test_a_claim_repaired_after_its_lease_gives_the_owner_the_receivers_reason(store: InMemoryConfirmStore) -> None:
+    owner, now = DiesOnce(), [100]
+    confirms = Confirms(store, BusinessRegistry([owner]), lease_ms=20_000, clock=lambda: now[0])
+    with pytest.raises(TimeoutError):
+        confirms.act(RECEIVER, CONFIRM_ID, Action.REJECT, "cmd-1", reason="not this week")
+    now[0] += 20_001  # the lease ran out: the janitor repairs it
+    (repaired,) = [confirms.settle(c) for c in store.due(now[0], 10)]
+    assert repaired.status is ConfirmStatus.REJECTED
+    assert owner.reasons == ["not this week", "not this week"]  # the repair kept the receiver's reason

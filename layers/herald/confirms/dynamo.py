@@ -72,6 +72,7 @@ class DynamoConfirmStore:
             source_event_id=confirm.source_event_id,
             processing_action=confirm.processing_action,
             processing_command_id=confirm.processing_command_id,
+            processing_reason=confirm.processing_reason or None,
             locked_by=confirm.locked_by,
             lock_until_ms=confirm.lock_until_ms,
             processed_action=confirm.processed_action,

@@ -92,6 +92,7 @@ class Confirm:
     payload: dict[str, Any] = field(default_factory=dict)
     processing_action: str = ""
     processing_command_id: str = ""
+    processing_reason: str = ""  # the receiver's reason for the claimed action (a reject's), for a repair
     locked_by: str = ""
     lock_until_ms: int = 0
     processed_action: str = ""
@@ -99,6 +100,10 @@ class Confirm:
     processed_by_user_id: str = ""
     processed_at_ms: int = 0
     failure_reason: str = ""
+
+    def holds_lock(self, lock: str) -> bool:
+        """Whether this confirm is being processed under `lock` (a claim knows its own write by its lock)."""
+        return self.status is ConfirmStatus.PROCESSING and bool(lock) and self.locked_by == lock
 
     def party(self, user_id: str) -> bool:
         return user_id in (self.sender_user_id, self.receiver_user_id)

@@ -94,6 +94,7 @@ class ConfirmRow(Model):
     source_event_id = UnicodeAttribute()
     processing_action = UnicodeAttribute(null=True)
     processing_command_id = UnicodeAttribute(null=True)
+    processing_reason = UnicodeAttribute(null=True)
     locked_by = UnicodeAttribute(null=True)
     lock_until_ms = IntAttribute(null=True)
     processed_action = UnicodeAttribute(null=True)
@@ -129,6 +130,7 @@ class ConfirmRow(Model):
             source_event_id=self.source_event_id,
             processing_action=self.processing_action or "",
             processing_command_id=self.processing_command_id or "",
+            processing_reason=self.processing_reason or "",
             locked_by=self.locked_by or "",
             lock_until_ms=self.lock_until_ms or 0,
             processed_action=self.processed_action or "",

@@ -196,6 +196,7 @@ class Confirms:
                 status=ConfirmStatus.PROCESSING,
                 processing_action=str(action),
                 processing_command_id=command_id,
+                processing_reason=reason,  # kept with the claim: a repair carries it to the owner
                 locked_by=uuid.uuid4().hex,
                 lock_until_ms=self._clock() + self._lease_ms,
             )
@@ -203,7 +204,9 @@ class Confirms:
                 claimed = self._write(confirm, claimed)
             except StaleConfirm:
                 confirm = self._reload(confirm)
-                continue
+                if not confirm.holds_lock(claimed.locked_by):
+                    continue
+                claimed = confirm  # this very claim landed; only its reply was lost
             return self._answer(self._complete(claimed, reason), action)
         raise Conflict("the confirm is changing; retry", reason="processing")
 
@@ -269,7 +272,7 @@ class Confirms:
                 reclaimed = self._write(confirm, reclaimed)
             except StaleConfirm:
                 return self._reload(confirm)
-            return self._complete(reclaimed, "")
+            return self._complete(reclaimed, reclaimed.processing_reason)
         return confirm
 
     def settle_now(self, confirm: Confirm) -> Confirm:

@@ -1,0 +1,71 @@
+"""Issue 50, item 3, through the real DynamoDB store (moto): a write DynamoDB executed whose reply was lost is
+retried by the SDK, meets its own condition (ConditionalCheckFailed), and Herald recognises its own success.
+`LostReply` executes the chosen call, then sends it again and answers with the second answer: exactly what a
+timeout after the write and the SDK's retry do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from herald import aws
+from herald.container import Clients
+from tests.functional.test_confirms_flow import accept, confirm_ids, invite, reject
+from tests.support.container import reconfigure
+from tests.support.pipeline import ConfirmPipeline
+
+
+class LostReply:
+    """The process-wide DynamoDB client; the first call of `operation` whose parameters `matches` runs twice (the
+    write, then the SDK's retry of it) and answers as the retry did."""
+
+    def __init__(self, real: Any, operation: str, matches: Any) -> None:
+        self._real, self._operation, self._matches = real, operation, matches
+        self.lost = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def _make_api_call(self, operation: str, params: dict[str, Any]) -> Any:
+        if operation == self._operation and not self.lost and self._matches(params):
+            self.lost += 1
+            self._real._make_api_call(operation, params)  # executed; its reply never arrives
+        return self._real._make_api_call(operation, params)
+
+
+def claim_of(params: dict[str, Any]) -> bool:
+    return params.get("Item", {}).get("status", {}).get("S") == "processing"
+
+
+def test_the_receivers_only_accept_whose_claim_reply_was_lost_is_accepted_not_a_409(
+    pipeline: ConfirmPipeline, fake_im: Any
+) -> None:
+    from herald.api.app import create_app
+
+    api = TestClient(create_app())
+    invite(api)
+    pipeline.drain()
+    (confirm_id,) = confirm_ids(fake_im)
+    lost = LostReply(aws.dynamodb(), "PutItem", claim_of)
+    reconfigure(clients=Clients(dynamodb=lost))  # type: ignore[arg-type]
+    answer = accept(TestClient(create_app()), confirm_id)
+    assert lost.lost == 1
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["data"]["status"] == "accepted"
+
+
+def test_a_reject_whose_claim_reply_was_lost_is_rejected_with_its_reason(
+    pipeline: ConfirmPipeline, fake_im: Any
+) -> None:
+    from herald.api.app import create_app
+
+    api = TestClient(create_app())
+    invite(api)
+    pipeline.drain()
+    (confirm_id,) = confirm_ids(fake_im)
+    lost = LostReply(aws.dynamodb(), "PutItem", claim_of)
+    reconfigure(clients=Clients(dynamodb=lost))  # type: ignore[arg-type]
+    answer = reject(TestClient(create_app()), confirm_id)
+    assert lost.lost == 1 and answer.status_code == 200, answer.text
+    assert answer.json()["data"]["status"] == "rejected"
