@@ -28,6 +28,12 @@ readers saw a record of the write that was rolled back and then nothing more fro
 transaction remembers only the items it touches and the stream's length, and a cancelled one puts those
 back on the same table and shard.
 
+moto 5.2 ignores TransactWriteItems' ClientRequestToken. DynamoDB (API reference, TransactWriteItems) makes
+identical calls with one token have the effect of one for 10 minutes after the first completes, and answers
+IdempotentParameterMismatchException to the same token with other items. Here a token that succeeded is
+remembered for 10 minutes: the same items again answer success and change nothing (a lost reply's retry), other
+items are refused; a call that failed leaves no mark (its retry runs).
+
 Two costs of the embedded server, not of AWS's behaviour: a FIFO receive waiting on a queue whose visible
 messages all belong to groups with a message in flight spun through its whole wait (moto's wait returns at
 once while any message is visible), and every request listed moto's package directory to find its backend.
@@ -36,7 +42,9 @@ A waiting receive now sleeps until a message is added or briefly, and the listin
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from copy import deepcopy
 from typing import Any
 
@@ -147,6 +155,41 @@ def _transactions_roll_back_in_place() -> None:
     dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
+IDEMPOTENCY_WINDOW_S = 600.0
+_clock = time.monotonic  # replaced by a test to pass the window
+
+
+def _transaction_tokens_are_honoured() -> None:
+    from moto.core.exceptions import JsonRESTError
+    from moto.dynamodb.responses import DynamoHandler
+
+    class IdempotentParameterMismatch(JsonRESTError):
+        def __init__(self) -> None:
+            super().__init__(
+                "IdempotentParameterMismatchException",
+                "the ClientRequestToken was used with other parameters in the last 10 minutes",
+            )
+
+    remembered: dict[str, tuple[str, float, Any]] = {}  # token -> (its items, when, the answer it got)
+    original = DynamoHandler.transact_write_items
+
+    def transact_write_items(self: Any) -> Any:
+        token = self.body.get("ClientRequestToken")
+        if not token:
+            return original(self)
+        items, now = json.dumps(self.body.get("TransactItems"), sort_keys=True), _clock()
+        seen = remembered.get(token)
+        if seen is not None and now - seen[1] < IDEMPOTENCY_WINDOW_S:
+            if seen[0] != items:
+                raise IdempotentParameterMismatch()
+            return seen[2]
+        answer = original(self)  # a cancelled one raises: not remembered
+        remembered[token] = (items, now, answer)
+        return answer
+
+    DynamoHandler.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
 def _dedup_window_outlives_deletion() -> None:
     original = sqs_models.Queue.add_message
     window_ms = sqs_models.DEDUPLICATION_TIME_IN_SECONDS * 1000
@@ -174,6 +217,7 @@ def install() -> None:
         return
     _serialize_dynamodb()
     _transactions_roll_back_in_place()
+    _transaction_tokens_are_honoured()
     moto_modules = tuple(moto_backends.list_of_moto_modules())
     moto_backends.list_of_moto_modules = lambda: moto_modules
     _dedup_window_outlives_deletion()

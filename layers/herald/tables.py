@@ -11,6 +11,8 @@ has Herald's timeouts and retry policy (`herald.aws`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -104,11 +106,23 @@ class Database:
         `Cancelled` naming the labels of the items whose condition was false."""
 
         def attempt() -> None:
-            transaction = Transaction(TransactWrite(connection=self._connection))
+            transaction = Transaction(IdempotentTransactWrite(connection=self._connection))
             build(transaction)
             transaction.commit()
 
         retried(attempt)
+
+
+class IdempotentTransactWrite(TransactWrite):
+    """A TransactWriteItems whose ClientRequestToken is derived from its items: sent again with the same items (the
+    SDK's retry, or Herald's own after a lost reply) it takes effect once and answers success for 10 minutes, as
+    DynamoDB documents; different items are a new request. (botocore's own token lasts only its own retries.)"""
+
+    def _commit(self) -> Any:
+        items = [self._condition_check_items, self._delete_items, self._put_items, self._update_items]
+        digest = hashlib.sha256(json.dumps(items, sort_keys=True, default=str).encode()).hexdigest()
+        self._client_request_token = digest[:36]  # the API's limit: 1 to 36 characters
+        return super()._commit()
 
 
 class Cancelled(Exception):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
 from fastapi.testclient import TestClient
 
 from herald import aws
@@ -35,7 +36,7 @@ class LostReply:
 
 
 def claim_of(params: dict[str, Any]) -> bool:
-    return params.get("Item", {}).get("status", {}).get("S") == "processing"
+    return bool(params.get("Item", {}).get("status", {}).get("S") == "processing")
 
 
 def test_the_receivers_only_accept_whose_claim_reply_was_lost_is_accepted_not_a_409(
@@ -69,3 +70,32 @@ def test_a_reject_whose_claim_reply_was_lost_is_rejected_with_its_reason(
     answer = reject(TestClient(create_app()), confirm_id)
     assert lost.lost == 1 and answer.status_code == 200, answer.text
     assert answer.json()["data"]["status"] == "rejected"
+
+
+class LandedThenThrottled(LostReply):
+    """The transaction lands, its reply is lost, and the SDK's retries are throttled: the error reaches Herald,
+    whose own retry is a new call (botocore's own ClientRequestToken is new with it)."""
+
+    def _make_api_call(self, operation: str, params: dict[str, Any]) -> Any:
+        if operation == self._operation and not self.lost:
+            self.lost += 1
+            self._real._make_api_call(operation, params)
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, operation)
+        return self._real._make_api_call(operation, params)
+
+
+def test_a_notification_whose_transactions_reply_was_lost_is_answered_created(
+    api: TestClient, producer: dict[str, str]
+) -> None:
+    """The inbox's create is one transaction (the notification, its dedup record, the unread counter). Herald
+    sends it again after a lost reply with the same ClientRequestToken (derived from its items), and DynamoDB
+    answers success: the producer is told `created: true`, and the counter counts the notification once."""
+    from tests.functional.test_inbox import notify
+    from tests.support.tokens import make_token
+
+    lost = LandedThenThrottled(aws.dynamodb(), "TransactWriteItems", None)
+    reconfigure(clients=Clients(dynamodb=lost))  # type: ignore[arg-type]
+    created = notify(api, producer)
+    assert lost.lost == 1 and created["created"] is True
+    user = {"Authorization": f"Bearer {make_token('10002')}"}
+    assert api.get("/api/v1/inbox/unread-count", headers=user).json()["data"]["unread_count"] == 1

@@ -164,3 +164,43 @@ def test_a_put_during_a_scan_leaves_both_requests_succeeding() -> None:
     one at a time, the Scan returns what it read and the put lands after it."""
     assert race("put-during-scan", "plain") == {"A": "error: RuntimeError", "B": "put"}
     assert race("put-during-scan", "corrected") == {"A": ["a", "b"], "B": "put"}
+
+
+def transactions_with_one_token(endpoint: str) -> tuple[list[str], str]:
+    """(what each call answered, the table's item) for: a conditional transaction with a token; the same again
+    (a lost reply's retry); the same token with other items."""
+    dynamodb = client("dynamodb", endpoint)
+    dynamodb.create_table(
+        TableName="tokens",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+    def put(value: str) -> str:
+        item = {"pk": {"S": "a"}, "v": {"S": value}}
+        put = {"TableName": "tokens", "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}
+        try:
+            dynamodb.transact_write_items(TransactItems=[{"Put": put}], ClientRequestToken="op-1")
+        except dynamodb.exceptions.ClientError as error:
+            return str(error.response["Error"]["Code"])
+        return "ok"
+
+    answers = [put("first"), put("first"), put("other")]
+    return answers, dynamodb.get_item(TableName="tokens", Key={"pk": {"S": "a"}})["Item"]["v"]["S"]
+
+
+def test_a_transaction_sent_again_with_its_token_takes_effect_once_and_answers_success(
+    servers: dict[str, str],
+) -> None:
+    """AWS (DynamoDB API reference, TransactWriteItems, ClientRequestToken): identical calls with one token have
+    the effect of one within 10 minutes; the same token with other parameters is IdempotentParameterMismatch.
+    moto ignores the token: the retry of a write that landed meets its own condition."""
+    assert transactions_with_one_token(servers["plain"]) == (
+        ["ok", "TransactionCanceledException", "TransactionCanceledException"],
+        "first",
+    )
+    assert transactions_with_one_token(servers["corrected"]) == (
+        ["ok", "ok", "IdempotentParameterMismatchException"],
+        "first",
+    )
