@@ -46,6 +46,7 @@ class Stats:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     statuses: Counter[int] = field(default_factory=Counter)
     transport_errors: int = 0
+    unavailable_without_retry_after: int = 0
 
     def record(self, family: str, status: int, seconds: float) -> None:
         self.latencies[family].append(seconds)
@@ -64,6 +65,8 @@ class Stats:
             },
             "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
             "5xx": sum(v for k, v in self.statuses.items() if k >= 500),
+            "500": self.statuses.get(500, 0),
+            "503_without_retry_after": self.unavailable_without_retry_after,
             "transport_errors": self.transport_errors,
         }
 
@@ -158,6 +161,12 @@ class LoadRun:
                 await asyncio.sleep(0.5)
                 continue
             self.stats.record(family, response.status_code, time.perf_counter() - started)
+            if response.status_code == 503:  # AWS failing past the retries: told when to come back
+                if "retry-after" not in response.headers:
+                    self.stats.unavailable_without_retry_after += 1
+                if retry and time.monotonic() <= give_up:
+                    await asyncio.sleep(min(1.0, float(response.headers.get("retry-after", "1"))))
+                    continue
             return response
 
     def _as(self, user: str) -> dict[str, str]:

@@ -221,8 +221,10 @@ class LocalCloudProcess:
         env: dict[str, str] | None = None,
         backing: Path | None = None,
         secrets: dict[str, str] | None = None,
+        aws_faults: str | None = None,
     ) -> None:
         self.template = template
+        self.aws_faults = aws_faults  # the functions' DynamoDB and SQS calls through a fault proxy (its spec)
         self.stack = f"t{uuid.uuid4().hex[:8]}"
         self.http_port, self.ws_port, self.moto_port = free_port(), free_port(), free_port()
         self.dynamodb_endpoint = dynamodb_endpoint
@@ -271,6 +273,8 @@ class LocalCloudProcess:
             command += ["--sqs-endpoint", self.sqs_endpoint]
         if self.backing:
             command += ["--backing", str(self.backing)]
+        if self.aws_faults:
+            command += ["--aws-faults", self.aws_faults]
         for key, value in self.parameters.items():
             command += ["--parameter", f"{key}={value}"]
         for key, value in self.env.items():

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,12 @@ def _env(name: str, default: str | None = None) -> Callable[[], str | None]:
 )
 @click.option("--fresh", is_flag=True, help="start empty, whatever --data-dir holds")
 @click.option(
+    "--aws-faults",
+    metavar="SPEC",
+    help="put a fault-injecting proxy between the functions and AWS: rate=0.03,seed=7[,kinds=throttle+internal+"
+    "conflict+unavailable+lost-reply] (herald_dev.fault_proxy)",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
     default=_env("HERALD_LOG_FORMAT", "json"),
@@ -135,7 +142,30 @@ def local(**given: Any) -> int:
     if (why := refusal(config)) is not None:
         click.echo(f"herald local: {why}", err=True)
         return 1
-    LocalCloud(config).run()
+    if not given["aws_faults"]:
+        LocalCloud(config).run()
+        return 0
+    return _run_with_faults(config, given["aws_faults"])
+
+
+def _run_with_faults(config: LocalCloudConfig, spec: str) -> int:
+    """The local cloud with its functions' DynamoDB and SQS calls through a fault proxy (its own pollers, as
+    Lambda's event source mappings, reach AWS directly); what was injected is logged when it stops."""
+    from herald_dev.fault_proxy import FaultProxy, FaultSpec
+
+    try:
+        faults = FaultSpec.parse(spec)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--aws-faults") from error
+    aws = config.aws_endpoint or f"http://{config.host}:{config.moto_port}"
+    upstreams = {"*": aws, "dynamodb": config.dynamodb_endpoint or aws, "sqs": config.sqs_endpoint or aws}
+    proxy = FaultProxy(upstreams, faults, config.host).start()
+    logging.getLogger("herald_dev.fault_proxy").info("fault proxy on %s (%s)", proxy.url, spec)
+    try:
+        LocalCloud(replace(config, environment={**config.environment, **proxy.environment})).run()
+    finally:
+        proxy.stop()
+        logging.getLogger("herald_dev.fault_proxy").info(proxy.summary())
     return 0
 
 

@@ -163,22 +163,29 @@ def create_app() -> FastAPI:
     return app
 
 
+async def _herald_error(request: Request, exc: HeraldError) -> Response:
+    details = exc.details
+    if isinstance(exc, InvalidArgument) and "field" not in details and (named := field_named(exc.message, request)):
+        details = {**details, "field": named}
+    response = error_response(request, exc.code, exc.message, exc.reason, details)
+    if isinstance(exc, RateLimited | Unavailable):
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+    if response.status_code >= 500:
+        logger.exception("request failed", code=exc.code, path=request.url.path)
+    else:
+        logger.info("request refused", code=exc.code, reason=exc.reason, path=request.url.path)
+    return response
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    logger.exception("unexpected error", path=request.url.path)
+    return error_response(request, "INTERNAL", "internal error")
+
+
 def _answer_errors(app: FastAPI) -> None:
     """The one error map: every failure a request can meet, as the envelope with its status (contract §0)."""
-
-    @app.exception_handler(HeraldError)
-    async def herald_error(request: Request, exc: HeraldError) -> Response:
-        details = exc.details
-        if isinstance(exc, InvalidArgument) and "field" not in details and (named := field_named(exc.message, request)):
-            details = {**details, "field": named}
-        response = error_response(request, exc.code, exc.message, exc.reason, details)
-        if isinstance(exc, RateLimited | Unavailable):
-            response.headers["Retry-After"] = str(exc.retry_after_s)
-        if response.status_code >= 500:
-            logger.exception("request failed", code=exc.code, path=request.url.path)
-        else:
-            logger.info("request refused", code=exc.code, reason=exc.reason, path=request.url.path)
-        return response
+    app.add_exception_handler(HeraldError, _herald_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected_error)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
@@ -186,7 +193,7 @@ def _answer_errors(app: FastAPI) -> None:
         otherwise the fields, the first named in data.field."""
         errors = exc.errors()
         if any(error.get("loc", ("",))[0] == "body" for error in errors) and (refusal := refusal_of(request)):
-            return await herald_error(request, refusal)
+            return await _herald_error(request, refusal)
         first = ".".join(str(part) for part in errors[0].get("loc", ())) if errors else ""
         details = {"field": first} if first else None
         return error_response(request, "INVALID_ARGUMENT", _describe_validation(exc), details=details)
@@ -194,28 +201,26 @@ def _answer_errors(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 400 and (refusal := refusal_of(request)) is not None:  # FastAPI could not parse it
-            return await herald_error(request, refusal)
+            return await _herald_error(request, refusal)
         code = _HTTP_CODES.get(exc.status_code, "INVALID_ARGUMENT" if exc.status_code < 500 else "INTERNAL")
         return error_response(request, code, str(exc.detail))
 
+    _answer_aws_errors(app)
+
+
+def _answer_aws_errors(app: FastAPI) -> None:
+    """AWS still failing or silent after every retry is 503 with Retry-After; a request of ours it refused is a
+    fault (500)."""
+
     @app.exception_handler(PynamoDBException)
     async def table_error(request: Request, exc: PynamoDBException) -> Response:
-        """DynamoDB still failing or silent after every retry (throttling, its own errors, a dropped connection)
-        is 503 with Retry-After; anything else is a fault."""
-        if is_unavailable(exc):
-            return await herald_error(request, Unavailable("Herald is busy; try again shortly"))
-        return await unexpected_error(request, exc)
+        if is_unavailable(exc):  # throttling, DynamoDB's own errors, a dropped connection or a timeout
+            return await _herald_error(request, Unavailable("Herald is busy; try again shortly"))
+        return await _unexpected_error(request, exc)
 
     @app.exception_handler(ClientError)
     @app.exception_handler(BotoCoreError)
     async def aws_error(request: Request, exc: Exception) -> Response:
-        """Another AWS service (SQS, the WebSocket API) failing on its side or silent after the SDK's retries is
-        503 with Retry-After; a request of ours it refused is a fault."""
-        if aws_unavailable(exc):
-            return await herald_error(request, Unavailable("Herald is busy; try again shortly"))
-        return await unexpected_error(request, exc)
-
-    @app.exception_handler(Exception)
-    async def unexpected_error(request: Request, exc: Exception) -> Response:
-        logger.exception("unexpected error", path=request.url.path)
-        return error_response(request, "INTERNAL", "internal error")
+        if aws_unavailable(exc):  # SQS, the WebSocket API, SSM failing on their side or silent
+            return await _herald_error(request, Unavailable("Herald is busy; try again shortly"))
+        return await _unexpected_error(request, exc)
