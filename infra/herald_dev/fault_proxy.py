@@ -99,10 +99,19 @@ class FaultProxy:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:
+            def do_POST(self) -> None:  # http.server's name
                 proxy.handle(self)
 
-            def log_message(self, format: str, *args: Any) -> None:
+            def do_GET(self) -> None:  # what was injected so far, for a soak's figures
+                counts = {"calls": proxy.schedule.calls, "injected": dict(proxy.schedule.injected)}
+                content = json.dumps(counts).encode()
+                self.send_response(200 if self.path == "/__faults" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            def log_message(self, *args: Any) -> None:  # quiet: the local cloud logs what matters
                 pass
 
         self._server = ThreadingHTTPServer((host, port), Handler)

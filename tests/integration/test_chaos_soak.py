@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from tests.support.local_cloud import RATE_LIMITS_OFF, LocalCloudProcess
 
 pytestmark = pytest.mark.integration
 
-FAULTS = "rate=0.03,seed=11"
+FAULTS = os.environ.get("HERALD_CHAOS_FAULTS", "rate=0.03,seed=11")  # `make chaos` sets more, and longer
+SECONDS = int(os.environ.get("HERALD_CHAOS_SECONDS", "12"))
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def injected(cloud: LocalCloudProcess) -> dict[str, object]:
 def test_the_four_flows_under_injected_aws_faults_lose_nothing_double_nothing_and_answer_no_500(
     faulty_cloud: LocalCloudProcess,
 ) -> None:
-    report = asyncio.run(LoadRun(faulty_cloud.state, seconds=12, workers=2, seed=5).run(drain_timeout=120))
+    report = asyncio.run(LoadRun(faulty_cloud.state, seconds=SECONDS, workers=2, seed=5).run(drain_timeout=180))
     faults = injected(faulty_cloud)
     print(json.dumps({"faults": faults, **report}, indent=2))
     audit = report["audit"]
