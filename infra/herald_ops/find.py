@@ -121,6 +121,8 @@ class Finder:
         seen = {result.key for result in results}
         for table, item in self._searched(wanted):
             result = found(table, item)
+            if service and table == "events_table" and result.fields.get("service_id") not in (None, service):
+                continue  # another service's event of the same id: not the one asked about
             if result.key not in seen:
                 seen.add(result.key)
                 results.append(result)
