@@ -98,6 +98,13 @@ def found(table: str, item: dict[str, Any]) -> Found:
     return Found(kind_of(table, plain), key, fields, timeline(plain))
 
 
+def _of_service(result: Found, service: str) -> bool:
+    """Whether an events table item is `service`'s: its job's service, or its key's (a record's, a card's)."""
+    if "service_id" in result.fields:
+        return bool(result.fields["service_id"] == service)
+    return result.key.startswith((f"EVT#{service}#", f"CARD#{service}#", f"SVC#{service}/", f"SVC#{service}#"))
+
+
 def _plain(value: Any) -> Any:
     """DynamoDB's numbers as int where whole, maps and lists all the way down."""
     if isinstance(value, dict):
@@ -121,7 +128,7 @@ class Finder:
         seen = {result.key for result in results}
         for table, item in self._searched(wanted):
             result = found(table, item)
-            if service and table == "events_table" and result.fields.get("service_id") not in (None, service):
+            if service and table == "events_table" and not _of_service(result, service):
                 continue  # another service's event of the same id: not the one asked about
             if result.key not in seen:
                 seen.add(result.key)

@@ -70,8 +70,12 @@ def test_an_event_is_found_by_its_job_id_by_its_event_id_with_its_service_and_by
     assert [found["kind"] for found in find("e-find-1")] == ["event job"]  # without its service: looked for
     other = Partner(api, service_keys, "billing", ["chat_id:oc_ops"])
     other.accept("e-find-1", title="another service's event of the same id")
-    assert [found["kind"] for found in find("e-find-1", service="scheduler")] == ["event record", "event job"]
-    assert len(find("e-find-1")) == 2  # without a service: each service's
+    events.drain()
+    assert [found["key"] for found in find("e-find-1", service="scheduler")] == [
+        "EVT#scheduler#e-find-1/EVENT",
+        "SVC#scheduler/JOB#000000000001",
+    ]
+    assert len(find("e-find-1")) == 2  # without a service: each service's job
 
 
 def test_a_notification_a_turn_and_a_queued_message_are_found_by_their_ids(
