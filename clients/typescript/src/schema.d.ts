@@ -1263,11 +1263,20 @@ export interface components {
         };
         /**
          * ErrorData
-         * @description `reason`, and for some reasons the facts behind it (e.g. a reused event id's stored hash).
+         * @description `reason` (for some reasons with the facts behind it, e.g. a reused event id's stored hash), and `field`
+         *     where the refusal is about one field of the request.
          */
         ErrorData: {
-            /** Reason */
-            reason: string;
+            /**
+             * Field
+             * @description the request's field to change: body.<path>, query.<name>, path.<name> or content-type
+             */
+            field?: string | null;
+            /**
+             * Reason
+             * @description why, by name (contract §0), where there is a named reason
+             */
+            reason?: string | null;
         } & {
             [key: string]: unknown;
         };

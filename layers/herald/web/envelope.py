@@ -7,7 +7,7 @@ from typing import Any, Generic, TypeVar
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.warnings import UnsupportedFieldAttributeWarning
 
 T = TypeVar("T")
@@ -47,11 +47,15 @@ class Envelope(ApiModel, Generic[T]):
 
 
 class ErrorData(ApiModel):
-    """`reason`, and for some reasons the facts behind it (e.g. a reused event id's stored hash)."""
+    """`reason` (for some reasons with the facts behind it, e.g. a reused event id's stored hash), and `field`
+    where the refusal is about one field of the request."""
 
     model_config = ConfigDict(extra="allow")
 
-    reason: str
+    reason: str | None = Field(None, description="why, by name (contract §0), where there is a named reason")
+    field: str | None = Field(
+        None, description="the request's field to change: body.<path>, query.<name>, path.<name> or content-type"
+    )
 
 
 class ErrorEnvelope(ApiModel):
