@@ -162,9 +162,10 @@ class Finder:
             names: dict[str, str] = {}
             terms = []
             for n, path in enumerate(paths):
-                if path == "confirm_id_in_pk":
-                    names["#pk"] = "pk"
-                    terms.append("contains(#pk, :s)")
+                if path == "confirm_id_in_pk":  # a push's key is APP#CONFIRM_ID: a confirm id's own, checked below
+                    if wanted.startswith("cfm_"):
+                        names["#pk"] = "pk"
+                        terms.append("contains(#pk, :s)")
                     continue
                 if path == "msg_random":
                     if wanted.isdigit() and len(wanted) <= 12:
@@ -179,9 +180,15 @@ class Finder:
             values: dict[str, Any] = {":s": {"S": wanted}, ":msg": {"S": f"MSG#{wanted}"}}
             if wanted.isdigit() and len(wanted) <= 12:
                 values[":n"] = {"N": wanted}
+            if not terms:
+                continue  # no attribute of this table can hold such an id
             expression = " OR ".join(terms)
             used = {name: value for name, value in values.items() if name in expression}
             for item in self._scan(self._tables[setting], expression, names, used):
+                if setting == "deliveries_table" and not (
+                    str(item.get("pk", "")).endswith(f"#{wanted}") or str(item.get("msg_random")) == wanted
+                ):
+                    continue  # the id only inside another confirm's id
                 yield setting, item
 
     def _scan(

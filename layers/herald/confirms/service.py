@@ -106,6 +106,10 @@ class Confirms:
         self._backoff = backoff or OwnerBackoff()
 
     # ------------------------------------------------------------------ creation (from an owner's outbox)
+    def made_from(self, app_code: str, source_name: str, source_event_id: str) -> bool:
+        """Whether a confirm was made from this source already (a repeat of its request is answered with it)."""
+        return self._store.by_source(app_code, source_name, source_event_id) is not None
+
     def project(self, draft: ConfirmDraft) -> Confirm:
         """Create the confirm a business asked for; a repeat of the same source creates nothing new."""
         existing = self._store.by_source(draft.app_code, draft.source_name, draft.source_event_id)

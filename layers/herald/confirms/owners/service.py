@@ -237,7 +237,10 @@ class OwnerConfirms:
             raise InvalidArgument(f"actions must be among the registered ones: {', '.join(offered)}")
         buttons = tuple(offered[str(a)] for a in Action if str(a) in ask.actions) if ask.actions else spec.buttons
         expire_at_ms = ask.expire_at_ms if ask.expire_at_ms is not None else now + spec.default_expiry_s * 1000
-        if not now < expire_at_ms <= now + MAX_EXPIRY_S * 1000:
+        source_name = SOURCE_PREFIX + ask.business_type
+        if not now < expire_at_ms <= now + MAX_EXPIRY_S * 1000 and not self._confirms.made_from(
+            app_code, source_name, ask.source_event_id
+        ):  # a retry of an ask that made its confirm gets that confirm, even once its expiry has passed
             raise InvalidArgument(f"expire_at_ms must be in the future, at most {MAX_EXPIRY_S // 86_400} days away")
         self._admission.check("owner_receiver", f"{app_code}#{ask.receiver_user_id}")
         return self._confirms.project(
@@ -249,7 +252,7 @@ class OwnerConfirms:
                 sender_user_id=ask.sender_user_id,
                 receiver_user_id=ask.receiver_user_id,
                 message_text=ask.message_text,
-                source_name=SOURCE_PREFIX + ask.business_type,
+                source_name=source_name,
                 source_event_id=ask.source_event_id,
                 created_at_ms=now,
                 expire_at_ms=expire_at_ms,
