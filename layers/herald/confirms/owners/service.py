@@ -223,10 +223,7 @@ class OwnerConfirms:
         for name, value in (("business_id", ask.business_id), ("source_event_id", ask.source_event_id)):
             if not BUSINESS_ID.fullmatch(value):
                 raise InvalidArgument(f"{name} must be 1-96 characters of A-Z a-z 0-9 _ . : -")
-        if not (USER_ID.fullmatch(ask.sender_user_id) and USER_ID.fullmatch(ask.receiver_user_id)):
-            raise InvalidArgument("sender_user_id and receiver_user_id must be numeric user ids")
-        if ask.sender_user_id == ask.receiver_user_id:
-            raise InvalidArgument("the receiver must be another user than the sender")
+        _check_users(ask.sender_user_id, ask.receiver_user_id)
         if not 1 <= len(ask.message_text) <= MAX_TEXT:
             raise InvalidArgument(f"message_text must be 1-{MAX_TEXT} characters")
         problem = plain_text_problem(ask.message_text, links_allowed=spec.allow_links)
@@ -266,3 +263,10 @@ class OwnerConfirms:
         if not BUSINESS_ID.fullmatch(business_id):
             raise InvalidArgument("business_id must be 1-96 characters of A-Z a-z 0-9 _ . : -")
         return self._confirms.cancel_by_business(app_code, business_type, business_id)
+
+
+def _check_users(sender_user_id: str, receiver_user_id: str) -> None:
+    if not (USER_ID.fullmatch(sender_user_id) and USER_ID.fullmatch(receiver_user_id)):
+        raise InvalidArgument("sender_user_id and receiver_user_id must be numeric user ids")
+    if sender_user_id == receiver_user_id:
+        raise InvalidArgument("the receiver must be another user than the sender")
