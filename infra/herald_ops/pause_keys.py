@@ -10,9 +10,6 @@ from herald.ids import APP_CODE_PATTERN
 
 
 def events_pause_key(service: str | None, target: str | None, tenant: str | None) -> str:
-    from herald.auth.service_keys import validate_service_id
-    from herald.errors import InvalidArgument
-    from herald.events.models import Lane, Target
     from herald.holds.models import Pause
 
     if (service is None) == (tenant is None):
@@ -22,13 +19,21 @@ def events_pause_key(service: str | None, target: str | None, tenant: str | None
             raise ValueError("a target names a lane of a service: give it with a service, not a tenant")
         return Pause.key_of_events_tenant(valid_app_code(tenant))
     assert service is not None
+    lane = lane_key(service, target)
+    return Pause.key_of(service) if target is None else Pause.key_of(service, lane)
+
+
+def lane_key(service: str, target: str | None) -> str:
+    """The lane a service (and perhaps one of its targets) names, each name checked as Herald checks it."""
+    from herald.auth.service_keys import validate_service_id
+    from herald.errors import InvalidArgument
+    from herald.events.models import Lane, Target
+
     try:
         validate_service_id(service)
     except InvalidArgument as error:
         raise ValueError(error.message) from error
-    if target is None:
-        return Pause.key_of(service)
-    return Pause.key_of(service, Lane.parse(Lane(service, Target.parse(target).key).key).key)
+    return Lane.parse(Lane(service, Target.parse(target).key).key if target is not None else service).key
 
 
 def pushes_pause_key(tenant: str) -> str:

@@ -20,6 +20,7 @@ from herald.audit.models import BEGUN
 from herald.audit.service import AuditLog
 from tests.support.aws import REPO
 from tests.support.deployed import deployed_stack
+from tests.support.deployed import ops as deployed_ops
 
 STACK = "herald-prod"
 
@@ -50,9 +51,7 @@ def deployed() -> Iterator[None]:
 
 
 def ops(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> list[dict[str, object]]:
-    capsys.readouterr()
-    assert main([*args, "--json", "--stack", STACK]) == code
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    return deployed_ops(capsys, STACK, *args, code=code)
 
 
 def test_a_verb_on_a_deployed_stack_is_recorded_once_with_the_callers_arn_and_never_the_key(

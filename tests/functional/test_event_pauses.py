@@ -5,7 +5,6 @@ order, at once. A pause of one target leaves the service's other lanes moving.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +18,7 @@ from herald_dev.fakes.feishu import FakeFeishu
 from tests.functional.test_events import Partner, titles
 from tests.support.container import reconfigure
 from tests.support.deployed import deployed_stack
+from tests.support.deployed import ops as deployed_ops
 from tests.support.events import EventsPipeline
 
 OTHER = {"receive_id": "oc_other", "receive_id_type": "chat_id"}
@@ -96,9 +96,7 @@ def deployed() -> Iterator[None]:
 
 
 def ops(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> list[dict[str, object]]:
-    capsys.readouterr()
-    assert main([*args, "--json", "--stack", STACK]) == code
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    return deployed_ops(capsys, STACK, *args, code=code)
 
 
 def test_the_operator_pauses_lists_and_resumes_with_herald_ops(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from botocore.exceptions import ClientError
 from fastapi.testclient import TestClient
 
@@ -39,9 +40,11 @@ def claim_of(params: dict[str, Any]) -> bool:
     return bool(params.get("Item", {}).get("status", {}).get("S") == "processing")
 
 
-def test_the_receivers_only_accept_whose_claim_reply_was_lost_is_accepted_not_a_409(
-    pipeline: ConfirmPipeline, fake_im: Any
+@pytest.mark.parametrize(("act", "status"), [(accept, "accepted"), (reject, "rejected")], ids=["accept", "reject"])
+def test_the_receivers_click_whose_claim_reply_was_lost_is_decided_not_a_409(
+    pipeline: ConfirmPipeline, fake_im: Any, act: Any, status: str
 ) -> None:
+    """The receiver's only accept (or reject, with its reason) whose claim landed but whose reply was lost."""
     from herald.api.app import create_app
 
     api = TestClient(create_app())
@@ -50,26 +53,10 @@ def test_the_receivers_only_accept_whose_claim_reply_was_lost_is_accepted_not_a_
     (confirm_id,) = confirm_ids(fake_im)
     lost = LostReply(aws.dynamodb(), "PutItem", claim_of)
     reconfigure(clients=Clients(dynamodb=lost))  # type: ignore[arg-type]
-    answer = accept(TestClient(create_app()), confirm_id)
+    answer = act(TestClient(create_app()), confirm_id)
     assert lost.lost == 1
     assert answer.status_code == 200, answer.text
-    assert answer.json()["data"]["status"] == "accepted"
-
-
-def test_a_reject_whose_claim_reply_was_lost_is_rejected_with_its_reason(
-    pipeline: ConfirmPipeline, fake_im: Any
-) -> None:
-    from herald.api.app import create_app
-
-    api = TestClient(create_app())
-    invite(api)
-    pipeline.drain()
-    (confirm_id,) = confirm_ids(fake_im)
-    lost = LostReply(aws.dynamodb(), "PutItem", claim_of)
-    reconfigure(clients=Clients(dynamodb=lost))  # type: ignore[arg-type]
-    answer = reject(TestClient(create_app()), confirm_id)
-    assert lost.lost == 1 and answer.status_code == 200, answer.text
-    assert answer.json()["data"]["status"] == "rejected"
+    assert answer.json()["data"]["status"] == status
 
 
 class LandedThenThrottled(LostReply):

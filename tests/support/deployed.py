@@ -4,9 +4,11 @@ CloudFormation stack whose HTTP function runs with their names (and any settings
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 
 import boto3
+import pytest
 import yaml
 from moto import mock_aws
 
@@ -41,3 +43,12 @@ def deployed_stack(name: str, settings: dict[str, str] | None = None) -> Iterato
         }
         boto3.client("cloudformation").create_stack(StackName=name, TemplateBody=yaml.safe_dump(template))
         yield environment
+
+
+def ops(capsys: pytest.CaptureFixture[str], stack: str, *args: str, code: int = 0) -> list[dict[str, object]]:
+    """`herald-ops ARGS --json --stack STACK`, asserting its exit code; the JSON lines it printed."""
+    from herald_ops.cli import main
+
+    capsys.readouterr()
+    assert main([*args, "--json", "--stack", stack]) == code
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]

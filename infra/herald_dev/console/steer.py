@@ -106,7 +106,8 @@ def _bulk_routes(stack: Stack) -> APIRouter:
         requeue = action == "requeue"
         plan = views.resolution_plan(stack, service, None, status, 0, requeue)
         if job_ids is not None:
-            plan = [row for row in plan if row["job_id"] in set(job_ids)]
+            chosen = set(job_ids)
+            plan = [row for row in plan if row["job_id"] in chosen]
         if not execute:
             return {"plan": plan}
         arguments = {"action": action, "status": status, "jobs": [row["job_id"] for row in plan], "note": note}

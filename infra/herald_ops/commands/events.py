@@ -164,6 +164,15 @@ def _resolve_one(job: str, sent: str | None, requeue: bool, by: str, note: str, 
 RESOLUTION_PLAN = Listing(("lane", "job_id", "status", "why", "blocked_at_ms", "becomes"), "Nothing matches: no job.")
 
 
+def _lane(service: str, target: str) -> str:
+    from herald_ops.pause_keys import lane_key
+
+    try:
+        return lane_key(service, target)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
+
+
 def _resolve_many(requeue: bool, by: str, note: str, bulk: dict[str, Any], where: dict[str, Any]) -> int:
     """Plan which blocked jobs a bulk resolution takes and what each becomes; with --execute, resolve them in the
     plan's order, each printed with its outcome."""
@@ -173,7 +182,7 @@ def _resolve_many(requeue: bool, by: str, note: str, bulk: dict[str, Any], where
         raise click.UsageError("give a JOB, or --service for a bulk resolution")
     if bool(bulk["status"]) == bulk["all_blocked"]:
         raise click.UsageError("a bulk resolution needs --status failed|unknown or --all-blocked (not both)")
-    lane = _pause_key(bulk["service"], bulk["target"]).removeprefix("lane#") if bulk["target"] else None
+    lane = _lane(bulk["service"], bulk["target"]) if bulk["target"] else None
     stack = stack_of(**where)
     plan = resolution_plan(stack, bulk["service"], lane, bulk["status"], since_ms(bulk["since"]), requeue)
     if not bulk["execute"]:
