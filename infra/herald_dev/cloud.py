@@ -124,8 +124,7 @@ class LocalCloud:
             "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
         }
         if self.config.dynamodb_endpoint:
-            env["AWS_ENDPOINT_URL_DYNAMODB"] = self.config.dynamodb_endpoint
-            env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = self.config.dynamodb_endpoint
+            env["AWS_ENDPOINT_URL_DYNAMODB"] = env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = self.config.dynamodb_endpoint
             log.info("DynamoDB at %s", self.config.dynamodb_endpoint)
         if self.config.sqs_endpoint:
             env["AWS_ENDPOINT_URL_SQS"] = self.config.sqs_endpoint
@@ -147,6 +146,7 @@ class LocalCloud:
             restored=self._restored,
             sqs_wait_seconds=self.config.sqs_wait_seconds,
             rates=self.config.environment,
+            dynamodb_writes=moto_patches.DYNAMODB_WRITES if self.config.embeds_dynamodb else None,
         )
 
     # ------------------------------------------------------------------ run

@@ -24,7 +24,7 @@ class LocalCloudConfig:
     environment: dict[str, str] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)  # template parameter naming an SSM secret -> value
     state_file: Path | None = None
-    sqs_wait_seconds: int = 1
+    sqs_wait_seconds: int = 20
     tencent_im_port: int = 8090
     feishu_port: int = 8091
     ttl_sweep_seconds: float = 10.0
@@ -36,3 +36,8 @@ class LocalCloudConfig:
     # Where the embedded AWS and the fakes are kept between runs (None: nothing kept), and whether to start empty.
     data_dir: Path | None = None
     fresh: bool = False
+
+    @property
+    def embeds_dynamodb(self) -> bool:
+        """DynamoDB is the moto server in this process: its writes can wake the local streams' readers."""
+        return self.aws_endpoint is None and self.dynamodb_endpoint is None

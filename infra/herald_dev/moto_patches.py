@@ -53,8 +53,35 @@ from moto.core.utils import unix_time
 from moto.sqs import models as sqs_models
 
 _receive_lock = threading.Lock()
-_GROUP_RECHECK_S = 0.05
+RECHECK_S = 5.0  # a waiting receive looks again at least this often, whatever woke it or not
 _installed = False
+
+
+def _until_a_message_turns_visible(queue: Any, deadline: float) -> float:
+    """Seconds a waiting receive may sleep: until the first delay or visibility timeout ends, or its deadline."""
+    now_ms = unix_time() * 1000
+    moments = [max(m.visible_at, m.delayed_until) for m in list(queue._messages)]
+    turns = min((at for at in moments if at > now_ms), default=now_ms + RECHECK_S * 1000)
+    return max(0.0, min(RECHECK_S, (turns - now_ms) / 1000 + 0.001, deadline - unix_time()))
+
+
+def _changes_wake_waiting_receives() -> None:
+    """A delete or a visibility change can release a FIFO group: moto notifies nobody of either."""
+    delete, change = sqs_models.Queue.delete_message, sqs_models.SQSBackend.change_message_visibility
+
+    def delete_message(self: Any, receipt_handle: str) -> None:
+        delete(self, receipt_handle)
+        with self._messages_lock:
+            self._messages_lock.notify_all()
+
+    def change_message_visibility(self: Any, queue_name: str, receipt_handle: str, visibility_timeout: int) -> None:
+        change(self, queue_name, receipt_handle, visibility_timeout)
+        queue = self.get_queue(queue_name)
+        with queue._messages_lock:
+            queue._messages_lock.notify_all()
+
+    sqs_models.Queue.delete_message = delete_message  # type: ignore[method-assign]
+    sqs_models.SQSBackend.change_message_visibility = change_message_visibility  # type: ignore[method-assign]
 
 
 def _fifo_receive(queue: Any, count: int, visibility_timeout: int, attribute_names: list[str]) -> list[Any]:
@@ -90,6 +117,30 @@ def _fifo_receive(queue: Any, count: int, visibility_timeout: int, attribute_nam
 _dynamodb_lock = threading.RLock()
 
 
+class WriteSignal:
+    """Counts the DynamoDB writes this process serves, so a local stream's reader sleeps until one comes
+    instead of asking for new records four times a second."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.generation = 0
+
+    def wake(self) -> None:
+        """Every waiting reader looks again (a write, or the cloud stopping)."""
+        with self._changed:
+            self.generation += 1
+            self._changed.notify_all()
+
+    def wait_after(self, generation: int, timeout_s: float) -> None:
+        """Until a write after `generation` was counted, or `timeout_s`."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.generation != generation, timeout_s)
+
+
+DYNAMODB_WRITES = WriteSignal()
+_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+
+
 def _serialize_dynamodb() -> None:
     from moto.dynamodb.responses import DynamoHandler
     from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
@@ -98,8 +149,12 @@ def _serialize_dynamodb() -> None:
         original = handler.call_action
 
         def call_action(self: Any, original: Any = original) -> Any:
-            with _dynamodb_lock:
-                return original(self)
+            try:
+                with _dynamodb_lock:
+                    return original(self)
+            finally:
+                if self._get_action() in _WRITES:
+                    DYNAMODB_WRITES.wake()
 
         handler.call_action = call_action  # type: ignore[method-assign]
 
@@ -221,6 +276,7 @@ def install() -> None:
     moto_modules = tuple(moto_backends.list_of_moto_modules())
     moto_backends.list_of_moto_modules = lambda: moto_modules
     _dedup_window_outlives_deletion()
+    _changes_wake_waiting_receives()
     original = sqs_models.SQSBackend.receive_message
 
     def receive_message(
@@ -241,10 +297,10 @@ def install() -> None:
             if result or unix_time() >= deadline:
                 return result
             # moto's own wait returns at once while the queue holds any visible message, even one of a group
-            # with a message in flight: a receive would spin through its whole wait. Wake on a new message,
-            # or look again shortly (a group is released by a delete, which notifies nobody).
+            # with a message in flight: a receive would spin through its whole wait. Wake on a new message, a
+            # delete or a visibility change (a group released), or when a message's delay or visibility ends.
             with queue._messages_lock:
-                queue._messages_lock.wait(timeout=min(_GROUP_RECHECK_S, max(0.0, deadline - unix_time())))
+                queue._messages_lock.wait(timeout=_until_a_message_turns_visible(queue, deadline))
 
     sqs_models.SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
     _installed = True

@@ -5,6 +5,10 @@ event, and deletes what succeeded. With `ReportBatchItemFailures`, only the repo
 the queue (an invalid report fails the whole batch, as in Lambda); without it, any error keeps the whole
 batch. Kept messages reappear after the queue's visibility timeout; the queue's redrive policy moves them
 to the DLQ after `maxReceiveCount` receives. FIFO group order is the queue's job (see moto_patches).
+
+Receives long-poll, as Lambda's pollers do (20 s): an idle queue costs a request per poller every 20 s, not
+every second. Stopping waits only for the invocations under way; a poller still waiting on a receive is left
+to end with the process, and what such a receive brings after the stop is handed back to the queue at once.
 """
 
 from __future__ import annotations
@@ -89,6 +93,8 @@ class SqsEventSource:
         self._pollers = pollers
         self._wait = wait_seconds
         self._threads: list[threading.Thread] = []
+        self._invoking = 0
+        self._idle = threading.Condition()
 
     def start(self, stop: threading.Event) -> None:
         for index in range(self._pollers):
@@ -99,18 +105,20 @@ class SqsEventSource:
             self._threads.append(thread)
 
     def join(self, timeout: float) -> None:
-        for thread in self._threads:
-            thread.join(timeout)
+        """Until no invocation is under way (the stop is set): pollers waiting on a receive are not waited for."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._invoking == 0, timeout)
 
     def _run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
-                self.poll_once()
+                self.poll_once(stop)
             except Exception:
-                log.exception("sqs poller for %s failed; retrying", self.function.logical_id)
-                stop.wait(1.0)
+                if not stop.is_set():
+                    log.exception("sqs poller for %s failed; retrying", self.function.logical_id)
+                    stop.wait(1.0)
 
-    def poll_once(self) -> int:
+    def poll_once(self, stop: threading.Event | None = None) -> int:
         """One receive-invoke-delete round; returns how many messages were received."""
         response = self._sqs.receive_message(
             QueueUrl=self.queue_url,
@@ -122,6 +130,31 @@ class SqsEventSource:
         messages = response.get("Messages", [])
         if not messages:
             return 0
+        with self._idle:  # once the stop is set, nothing more is invoked: what join waits for is known
+            stopped = stop is not None and stop.is_set()
+            self._invoking += 0 if stopped else 1
+        if stopped:
+            self._hand_back(messages)
+            return 0
+        try:
+            self._invoke(messages)
+        finally:
+            with self._idle:
+                self._invoking -= 1
+                self._idle.notify_all()
+        return len(messages)
+
+    def _hand_back(self, messages: list[MessageTypeDef]) -> None:
+        """Received after the stop: visible again at once, for the next run (or the next cloud) to take."""
+        self._sqs.change_message_visibility_batch(
+            QueueUrl=self.queue_url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                for i, m in enumerate(messages)
+            ],
+        )
+
+    def _invoke(self, messages: list[MessageTypeDef]) -> None:
         region = self.function.region
         event = {"Records": [sqs_record(message, self.queue_arn, region) for message in messages]}
         ids = [message["MessageId"] for message in messages]
@@ -144,4 +177,3 @@ class SqsEventSource:
                 len(failed),
                 len(ids),
             )
-        return len(messages)

@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from herald_dev.moto_patches import WriteSignal
 from herald_dev.runtime import FunctionError, LocalFunction
 
 if TYPE_CHECKING:
@@ -114,6 +115,10 @@ class StreamSettings:
     bisect_on_error: bool = False
     on_failure_queue_url: str | None = None
     idle_poll_seconds: float = 0.25
+    # The embedded moto's writes: an idle reader waits for the next one (at most `idle_wait_seconds`) instead
+    # of polling. None: the table is elsewhere (DynamoDB Local), and the reader polls as Lambda's does.
+    writes: WriteSignal | None = None
+    idle_wait_seconds: float = 2.0
 
 
 class StreamEventSource:
@@ -143,6 +148,8 @@ class StreamEventSource:
         self._threads.append(thread)
 
     def join(self, timeout: float) -> None:
+        if self.settings.writes is not None:
+            self.settings.writes.wake()  # readers waiting for a write see the stop now
         for thread in list(self._threads):
             thread.join(timeout)
 
@@ -191,6 +198,7 @@ class StreamEventSource:
         buffer: list[dict[str, Any]] = []
         fresh = True
         while not stop.is_set():
+            generation = self.settings.writes.generation if self.settings.writes else 0
             try:
                 if fresh:
                     iterator, fresh = self._iterator(shard_id, position, last_read), False
@@ -211,11 +219,18 @@ class StreamEventSource:
             if not buffer:
                 if iterator is None:
                     break
-                stop.wait(self.settings.idle_poll_seconds)
+                self._idle(stop, generation)
                 continue
             buffer = self._deliver(shard_id, buffer, stop)
         with self._lock:
             self._finished_shards.add(shard_id)
+
+    def _idle(self, stop: threading.Event, generation: int) -> None:
+        """Nothing new in the shard since `generation`: wait for a write, or poll again shortly."""
+        if self.settings.writes is None:
+            stop.wait(self.settings.idle_poll_seconds)
+        else:
+            self.settings.writes.wait_after(generation, self.settings.idle_wait_seconds)
 
     def _deliver(self, shard_id: str, buffer: list[dict[str, Any]], stop: threading.Event) -> list[dict[str, Any]]:
         """Deliver the head of the buffer until it succeeds or is given up; returns what remains."""

@@ -14,6 +14,7 @@ from herald_ops.template import StackTemplate, TemplateError
 from herald_dev.config import LocalCloudConfig
 from herald_dev.fakes import PROVIDER_PARAMETERS, Providers
 from herald_dev.local_identity import LOCAL_JWT_SECRET
+from herald_dev.moto_patches import WriteSignal
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
 from herald_dev.sqs_source import SqsEventSource
@@ -41,6 +42,7 @@ class TemplateWiring:
         restored: bool,
         sqs_wait_seconds: int,
         rates: dict[str, str],
+        dynamodb_writes: WriteSignal | None = None,
     ) -> None:
         self.stack = stack
         self.functions = functions
@@ -48,6 +50,7 @@ class TemplateWiring:
         self._restored = restored
         self._sqs_wait_seconds = sqs_wait_seconds
         self._rates = rates  # HERALD_LOCAL_RATE_<function>: a schedule's local interval in seconds
+        self._writes = dynamodb_writes  # the embedded moto's: its streams' readers wait on them
 
     def queue_url_for_arn(self, arn: str) -> str:
         for attributes in self.stack.attributes.values():
@@ -94,6 +97,7 @@ class TemplateWiring:
             maximum_retry_attempts=int(props.get("MaximumRetryAttempts", -1)),
             bisect_on_error=str(props.get("BisectBatchOnFunctionError", False)).lower() == "true",
             on_failure_queue_url=self.queue_url_for_arn(on_failure) if on_failure else None,
+            writes=self._writes,
         )
         return StreamEventSource(
             function, self._client("dynamodbstreams"), self._client("sqs"), props["Stream"], settings

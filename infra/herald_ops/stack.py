@@ -7,7 +7,7 @@ from __future__ import annotations
 import getpass
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,12 @@ from herald.settings import Settings
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE = REPO_ROOT / ".herald" / "local.json"
 DEFAULT_TEMPLATE = REPO_ROOT / "template.yaml"
+
+
+@cache
+def _session(profile: str | None, region: str | None) -> boto3.Session:
+    """One session per profile and region: a new one reads botocore's endpoint and service models again."""
+    return boto3.Session(profile_name=profile, region_name=region)
 
 
 class NoLocalCloud(Exception):
@@ -46,8 +52,7 @@ class Stack:
         """A client of the deployed stack's account, or of the running local cloud's endpoints (`endpoint_url`:
         a service reached at its own, as the WebSocket API's connections are)."""
         if self.name:
-            session = boto3.Session(profile_name=self.profile, region_name=self.region)
-            return session.client(service, endpoint_url=endpoint_url)  # type: ignore[call-overload]
+            return _session(self.profile, self.region).client(service, endpoint_url=endpoint_url)  # type: ignore[call-overload]
         state = self.local_state
         endpoint = endpoint_url or state["aws_endpoint"]
         if service in ("dynamodb", "dynamodbstreams") and state.get("dynamodb_endpoint"):

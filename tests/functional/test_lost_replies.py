@@ -86,3 +86,43 @@ def test_a_notification_whose_transactions_reply_was_lost_is_answered_created(
     assert lost.lost == 1 and created["created"] is True
     user = {"Authorization": f"Bearer {make_token('10002')}"}
     assert api.get("/api/v1/inbox/unread-count", headers=user).json()["data"]["unread_count"] == 1
+
+
+def test_a_rate_limit_hit_whose_reply_was_lost_is_counted_once(aws: Any) -> None:
+    """The counter's conditional ADD lands, its reply is lost, and the SDK sends it again: one request, one hit."""
+    from herald.container import current
+    from herald.limits.dynamo import DynamoCounter
+    from herald.limits.service import Limit, RateLimiter
+
+    lost = LostReply(aws_client(), "UpdateItem", lambda params: True)
+    counter = DynamoCounter(current().settings.rate_limits_table, lost)  # type: ignore[arg-type]
+    RateLimiter(counter, clock=lambda: 1_800_000_000_000).check(Limit("user", per_window=5), "acme#10001")
+    assert lost.lost == 1
+    assert counter.count("user#acme#10001#1800000000") == 1
+
+
+def aws_client() -> Any:
+    return aws.dynamodb()
+
+
+def sent_update(params: dict[str, Any]) -> bool:
+    """A delivery's update to `sent`."""
+    names, values = params.get("ExpressionAttributeNames", {}).values(), params.get("ExpressionAttributeValues", {})
+    return "attempts" in names and {"S": "sent"} in values.values()
+
+
+def test_a_pushs_attempt_whose_reply_was_lost_is_counted_once(
+    api: TestClient, pipeline: ConfirmPipeline, fake_im: Any
+) -> None:
+    """The delivery's `sent` update lands, its reply is lost and the SDK sends it again: `attempts` is 1."""
+    import boto3
+
+    from herald.container import current
+
+    lost = LostReply(aws.dynamodb(), "UpdateItem", sent_update)
+    reconfigure(clients=Clients(dynamodb=lost))  # type: ignore[arg-type]
+    invite(api)
+    pipeline.drain()
+    assert lost.lost == 1 and len(fake_im.messages) == 1
+    (delivery,) = boto3.client("dynamodb").scan(TableName=current().settings.deliveries_table)["Items"]
+    assert delivery["status"]["S"] == "sent" and delivery["attempts"]["N"] == "1"

@@ -93,7 +93,7 @@ class InMemoryCounter:
         self.writes = 0
         self.reads = 0
 
-    def hit(self, bucket: str, limit: int, expires_at_s: int) -> bool:
+    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> bool:
         self.writes += 1
         if self.hits.get(bucket, 0) >= limit:
             return False

@@ -209,7 +209,7 @@ class DynamoDeliveryStore:
                 rows.msg_key.set(result.msg_key),
                 rows.failure.remove(),
                 rows.sending_since_ms.remove(),
-                rows.attempts.add(1),
+                rows.attempts.set(delivery.attempts + 1),  # absolute: a resent update counts once
             ]
         )
 
@@ -227,7 +227,7 @@ class DynamoDeliveryStore:
                     rows.last_error.set(error[:500]),
                     rows.last_error_at_ms.set(now),
                     rows.failure.set(status) if permanent else rows.failure.remove(),
-                    rows.attempts.add(1),
+                    rows.attempts.set(delivery.attempts + 1),  # absolute: a resent update counts once
                 ],
                 condition=rows.status != "sent",
             )

@@ -27,6 +27,7 @@ class WindowRow(Model):
 
     pk = UnicodeAttribute(hash_key=True)
     hits = IntAttribute(null=True)
+    last_hit = UnicodeAttribute(null=True)  # the token of the hit counted last: a resent one is known by it
     expires_at = TTLAttribute(null=True)
 
 
@@ -34,27 +35,30 @@ class DynamoCounter:
     def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
         self._rows = Database(client).bind(WindowRow, table_name)
 
-    def hit(self, bucket: str, limit: int, expires_at_s: int) -> bool:
-        row = self._rows(pk=bucket)
+    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> bool:
+        """The ADD refuses its own token, so the SDK's resend of a hit that landed is not counted again: it
+        fails its condition and is known as counted by the token it left."""
+        rows = self._rows
         try:
-            row.update(
-                actions=[
-                    self._rows.hits.add(1),
-                    self._rows.expires_at.set(ttl(expires_at_s)),
-                ],
-                condition=self._rows.hits.does_not_exist() | (self._rows.hits < limit),
+            rows(pk=bucket).update(
+                actions=[rows.hits.add(1), rows.last_hit.set(token), rows.expires_at.set(ttl(expires_at_s))],
+                condition=(rows.hits.does_not_exist() | (rows.hits < limit))
+                & (rows.last_hit.does_not_exist() | (rows.last_hit != token)),
             )
         except UpdateError as error:
             if condition_failed(error):
-                return False
+                return self._read(bucket).last_hit == token
             raise
         return True
 
     def count(self, bucket: str) -> int:
+        return int(self._read(bucket).hits or 0)
+
+    def _read(self, bucket: str) -> WindowRow:
         try:
-            return int(self._rows.get(bucket, consistent_read=True).hits or 0)
+            return self._rows.get(bucket, consistent_read=True)
         except self._rows.DoesNotExist:
-            return 0
+            return self._rows(pk=bucket)
 
 
 BUCKET_PREFIX = "gov#"  # the governors' items, beside the counters' windows in RateLimitsTable

@@ -13,6 +13,7 @@ closed, so its count is read once per instance and remembered.
 from __future__ import annotations
 
 import math
+import secrets
 import threading
 from dataclasses import dataclass
 from typing import Protocol
@@ -31,8 +32,9 @@ class Limit:
 
 
 class Counter(Protocol):
-    def hit(self, bucket: str, limit: int, expires_at_s: int) -> bool:
-        """Count one hit in `bucket` unless it already holds `limit`; False when it was full."""
+    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> bool:
+        """Count one hit in `bucket` unless it already holds `limit`; False when it was full. `token` is this
+        hit's own: the same hit sent again (a lost reply) is counted once."""
         ...
 
     def count(self, bucket: str) -> int:
@@ -84,7 +86,8 @@ class RateLimiter:
         window = Window(start, length, now, self._closed_count(f"{name}{(start - length) // 1000}"))
         bucket = f"{name}{start // 1000}"
         room = window.room(limit.per_window)
-        if room > 0 and self._counter.hit(bucket, room, expires_at_s=(start + 2 * length) // 1000 + 60):
+        expires_at_s = (start + 2 * length) // 1000 + 60
+        if room > 0 and self._counter.hit(bucket, room, expires_at_s, token=secrets.token_hex(8)):
             return
         wait_ms = window.wait_ms(limit.per_window, self._counter.count(bucket))
         raise RateLimited(
