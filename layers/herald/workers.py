@@ -141,9 +141,7 @@ def process_fifo(
             outcomes = [run(group) for group in groups.values()]
     for failed, delay in outcomes:
         for message in failed:
-            _sqs().change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=delay
-            )
+            _hide(message, delay, queue_url)
     returned = {message.message_id for failed, _ in outcomes for message in failed}
     return _failures([message.message_id for message in messages if message.message_id in returned])
 
@@ -157,7 +155,11 @@ def _handle_one(
     try:
         handle(message)
     except PermanentFailure as exc:
-        _dead_letter(message, str(exc), dead_letter_queue_url)
+        try:
+            _dead_letter(message, str(exc), dead_letter_queue_url)
+        except Exception:  # not lost: it comes back, and is dead-lettered then
+            logger.warning("dead letter not sent; the message comes back", message_id=message.message_id, exc_info=True)
+            return backoff_seconds(message.receive_count)
     except budgets.OutOfTime as exc:
         logger.info("queue message returned untried", message_id=message.message_id, reason=str(exc))
         return 0
@@ -168,6 +170,20 @@ def _handle_one(
         logger.warning("queue message failed; it will be retried", message_id=message.message_id, exc_info=True)
         return backoff_seconds(message.receive_count)
     return None
+
+
+def _hide(message: QueueMessage, delay_s: int, queue_url: str) -> None:
+    """Hide a returned record for `delay_s`. A failure is this record's alone: it comes back when the visibility
+    it was received with ends. Raised, it would fail the whole invocation, and every record of the batch, done or
+    not, would come back only then, holding up each of their groups."""
+    try:
+        _sqs().change_message_visibility(
+            QueueUrl=queue_url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=delay_s
+        )
+    except Exception:
+        logger.warning(
+            "visibility not changed; it comes back at the queue's", message_id=message.message_id, exc_info=True
+        )
 
 
 def _sqs() -> SQSClient:

@@ -294,7 +294,7 @@ def test_another_engine_cannot_change_a_session_or_drive_its_turns(
     taken = session.api.put("/internal/v1/sessions/s1", json=body, headers=headers)
     assert taken.status_code == 403 and reason(taken) == "session_of_another_service"
     assert session.api.get("/api/v1/sessions/s1/events", headers=member("mallory")).status_code == 403
-    for step in ("finish", "suspend", "resume"):
+    for step in ("finish", "suspend", "resume", "pending"):
         path = f"/internal/v1/sessions/s1/agents/po/turns/{turn_id}/{step}"
         refused = session.api.post(path, headers=headers)
         assert refused.status_code == 403 and reason(refused) == "session_of_another_service", step

@@ -179,3 +179,33 @@ def test_after_seq_is_bounded_by_the_sequence_space_on_the_real_engine(
         served = alice.http.get(events, params={"after_seq": edge})
         assert served.status_code == 200, (edge, served.text)
         assert served.json()["data"] == {"events": [], "next_after_seq": edge}
+
+
+def test_the_engine_takes_waiting_messages_at_a_step_and_a_cancel_racing_it_never_also_succeeds(
+    cloud: LocalCloudProcess, engine: Engine
+) -> None:
+    """Issue 51, item 3, on the real engine: `/pending` against the sender's cancel of the same message, at once,
+    many times: a message is taken or cancelled, never both; what is taken is not delivered at the turn's end."""
+    alice = Member(cloud, "alice")
+    session_id = engine.open(["po"])
+    alice.post(session_id, "po", "start")
+    turn = engine.next_turn(session_id)
+    pending = f"/internal/v1/sessions/{session_id}/agents/po/turns/{turn['turn_id']}/pending"
+    taken: list[str] = []
+    cancelled: list[str] = []
+    for round_ in range(8):
+        message_id = alice.post(session_id, "po", f"round {round_}").json()["data"]["message_id"]
+        with ThreadPoolExecutor(max_workers=2) as race:
+            take = race.submit(engine.http.post, pending)
+            cancel = race.submit(alice.cancel, session_id, "po", message_id)
+        took, withdrew = take.result(), cancel.result()
+        assert took.status_code == 200, took.text
+        taken += took.json()["data"]["message_ids"]
+        if withdrew.status_code == 200:
+            cancelled.append(message_id)
+        else:
+            assert withdrew.json()["data"]["reason"] == "message_not_in_queue"
+        assert (message_id in taken) != (message_id in cancelled), round_
+    assert engine.finish(session_id, "po", turn["turn_id"])["state"] == "idle"  # none left for another turn
+    delivered = [e["data"] for e in alice.events(session_id) if e["type"] == "chat.message_delivered"]
+    assert [m for entry in delivered[1:] for m in entry["message_ids"]] == taken

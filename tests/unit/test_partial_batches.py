@@ -147,3 +147,44 @@ def test_retry_later_hides_for_the_whole_delay_asked_beyond_the_failure_backoffs
     outcome: dict[str, Exception] = {"wait": RetryLater("webhook endpoint down", 900), "far": RetryLater("far", 10**6)}
     run_fifo([sqs_record("wait", "a"), sqs_record("far", "b")], outcome)
     assert queues.hidden == {"rh-wait": 900, "rh-far": SQS_MAX_VISIBILITY_SECONDS}
+
+
+class FailingQueues(RecordingQueues):
+    """SQS failing every call for the receipt handles and dead letters named (an error outlasting the SDK's retries)."""
+
+    def __init__(self, refuse: set[str]) -> None:
+        super().__init__()
+        self.refuse = refuse
+
+    def change_message_visibility(self, *, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int) -> None:
+        if ReceiptHandle in self.refuse:
+            raise ConnectionError("SQS did not answer")
+        super().change_message_visibility(
+            QueueUrl=QueueUrl, ReceiptHandle=ReceiptHandle, VisibilityTimeout=VisibilityTimeout
+        )
+
+    def send_message(self, **message: Any) -> None:
+        if message["MessageBody"] in self.refuse:
+            raise ConnectionError("SQS did not answer")
+        super().send_message(**message)
+
+
+def test_a_visibility_change_that_fails_costs_only_its_own_record_not_the_batch() -> None:
+    """Issue 50's chaos soak: a failed visibility change raised out of the handler, so Lambda took the whole batch
+    as failed and every group in it, done or not, waited the queue's visibility timeout (180 s) to come back."""
+    queues = FailingQueues({"rh-a1"})
+    reconfigure(clients=Clients(sqs=queues))  # type: ignore[arg-type]
+    records = [sqs_record("a1", "a"), sqs_record("b1", "b")]
+    response, handled = run_fifo(records, {"a1": RuntimeError("provider down"), "b1": RuntimeError("down too")})
+    assert handled == ["a1", "b1"]
+    assert response == {"batchItemFailures": [{"itemIdentifier": "a1"}, {"itemIdentifier": "b1"}]}
+    assert queues.hidden == {"rh-b1": 2}  # a1 comes back when its visibility ends; b1 after its backoff
+
+
+def test_a_dead_letter_that_cannot_be_sent_is_returned_to_be_tried_again_not_lost() -> None:
+    queues = FailingQueues({"bad"})
+    reconfigure(clients=Clients(sqs=queues))  # type: ignore[arg-type]
+    response, handled = run_fifo([sqs_record("bad", "g"), sqs_record("next", "g")], {"bad": PermanentFailure("no")})
+    assert handled == ["bad"]  # the group waits behind it
+    assert response == {"batchItemFailures": [{"itemIdentifier": "bad"}, {"itemIdentifier": "next"}]}
+    assert queues.dead == [] and queues.hidden == {"rh-bad": 2, "rh-next": 2}

@@ -77,3 +77,27 @@ def test_two_messages_racing_a_finish_each_arrive_in_exactly_one_turn(
     turns.finish(ENGINE, "s1", "bot", turn_id)
     current = store.agent("lalu", "s1", "bot")
     assert current.turn is not None and current.turn.message_ids == (waiting, *late) and current.queue == ()
+
+
+def test_a_cancel_committed_before_the_take_leaves_the_message_cancelled_and_the_take_without_it(
+    turns: TurnService, store: InMemoryTurnStore
+) -> None:
+    """Issue 51, item 3: the engine's take read the message waiting; the sender's cancel committed first."""
+    turn_id, waiting = running_with_one_waiting(turns, store)
+    store.before_commit.append(lambda: turns.cancel(ALICE, "s1", "bot", waiting))
+    assert turns.take_waiting(ENGINE, "s1", "bot", turn_id) == ()  # read again: nothing waits any more
+    assert [e.type for e in store.log[("lalu", "s1")]][-1] == "chat.message_cancelled"
+
+
+def test_a_take_committed_before_the_cancel_delivers_the_message_and_the_cancel_is_refused(
+    turns: TurnService, store: InMemoryTurnStore
+) -> None:
+    turn_id, waiting = running_with_one_waiting(turns, store)
+    taken: list[Any] = []
+    store.before_commit.append(lambda: taken.extend(turns.take_waiting(ENGINE, "s1", "bot", turn_id)))
+    with pytest.raises(Conflict) as refused:
+        turns.cancel(ALICE, "s1", "bot", waiting)
+    assert refused.value.reason == "message_not_in_queue"
+    assert [m.message_id for m in taken] == [waiting] and store.agent("lalu", "s1", "bot").queue == ()
+    turns.finish(ENGINE, "s1", "bot", turn_id)
+    assert store.agent("lalu", "s1", "bot").turn is None  # what was taken is not delivered again at the end

@@ -1,8 +1,9 @@
 """Issue 50, item 4: the turn queue driven by Hypothesis through random interleavings of two members' posts and
-cancels, the engine's finishes (current and stale), suspends and resumes, the outbox's hand-over and the janitor,
-with decisions racing one another between their reads and their commit and commits that fail before they land or
-after (their answer lost). After every step: each accepted message is waiting, delivered in exactly one turn or
-cancelled, never two of these; a queue holds at most ten; only its sender ever cancelled a message."""
+cancels, the engine's finishes (current and stale), suspends and resumes, its takes of waiting messages at a step
+(issue 51), the outbox's hand-over and the janitor, with decisions racing one another between their reads and their
+commit and commits that fail before they land or after (their answer lost). After every step: each accepted message
+is waiting, delivered in exactly one turn or cancelled, never two of these; a queue holds at most ten; only its
+sender ever cancelled a message."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.support.fakes import InMemoryTurnStore
 
 ENGINE = EngineCaller("engine", "lalu")
 MEMBERS = [Principal("10001", "lalu"), Principal("10002", "lalu")]
-DECISIONS = ["post", "cancel", "finish", "finish_stale", "suspend", "resume", "hand_over"]
+DECISIONS = ["post", "cancel", "finish", "finish_stale", "suspend", "resume", "hand_over", "take"]
 
 
 class FailingCommits(InMemoryTurnStore):
@@ -79,6 +80,8 @@ class TurnMachine(RuleBasedStateMachine):
                 getattr(self.turns, decision)(ENGINE, "s1", "bot", turn_id)
             elif decision == "hand_over" and current.turn is not None:
                 self.turns.dispatch(current.turn)
+            elif decision == "take":
+                self.turns.take_waiting(ENGINE, "s1", "bot", turn_id)
         except HeraldError:
             pass
 
@@ -112,7 +115,7 @@ class TurnMachine(RuleBasedStateMachine):
 
     @invariant()
     def each_message_waits_or_is_delivered_once_or_cancelled_never_two(self) -> None:
-        delivered = [m for turn in self._log(EventType.TURN_STARTED) for m in turn["message_ids"]]
+        delivered = [m for entry in self._log(EventType.MESSAGE_DELIVERED) for m in entry["message_ids"]]
         cancelled = [entry["message_id"] for entry in self._log(EventType.MESSAGE_CANCELLED)]
         waiting = [m.message_id for m in self.store.agent("lalu", "s1", "bot").queue]
         fates = delivered + cancelled + waiting

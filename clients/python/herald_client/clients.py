@@ -202,6 +202,11 @@ class ServiceClient:
         path = f"/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/{step}"
         return self._t.call("POST", path, params={"app_code": app_code} if app_code else self._app)
 
+    def take_pending(self, session_id: str, agent: str, turn_id: str, app_code: str | None = None) -> Json:
+        """The messages waiting for the agent, taken into its running turn at a step boundary."""
+        path = f"/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/pending"
+        return self._t.call("POST", path, params={"app_code": app_code} if app_code else self._app)
+
 
 # Every operation of events/openapi.json and the SDK method that calls it (tests/unit/test_sdk.py holds them equal).
 OPERATIONS: dict[str, Callable[..., Any]] = {
@@ -241,4 +246,5 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "turns.listEvents": AppClient.session_events,
     "turns.putSession": ServiceClient.put_session,
     "turns.turnStep": ServiceClient.turn,
+    "turns.takePending": ServiceClient.take_pending,
 }

@@ -558,6 +558,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take the messages waiting for the agent into its running turn, at a step boundary */
+        post: operations["turns.takePending"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/{step}": {
         parameters: {
             query?: never;
@@ -1213,6 +1230,22 @@ export interface components {
             /** Request Id */
             request_id: string;
         };
+        /** Envelope[TakenOut] */
+        Envelope_TakenOut_: {
+            /**
+             * Code
+             * @default OK
+             */
+            code: string;
+            data: components["schemas"]["TakenOut"];
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Request Id */
+            request_id: string;
+        };
         /** Envelope[TurnStateOut] */
         Envelope_TurnStateOut_: {
             /**
@@ -1804,6 +1837,23 @@ export interface components {
             event_id: string | null;
             /** Revision */
             revision: number | null;
+        };
+        /** TakenOut */
+        TakenOut: {
+            /** Lang */
+            lang: string | null;
+            /**
+             * Message Ids
+             * @description the messages taken into the running turn now, in order (none: [])
+             */
+            message_ids: string[];
+            /**
+             * Text
+             * @description merged as a turn's text is (numbered when several); null when none
+             */
+            text: string | null;
+            /** Turn Id */
+            turn_id: string;
         };
         /** TargetIn */
         TargetIn: {
@@ -5174,6 +5224,112 @@ export interface operations {
             };
             /** @description PAYLOAD_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "turns.takePending": {
+        parameters: {
+            query?: {
+                /** @description the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403) */
+                app_code?: string | null;
+            };
+            header?: never;
+            path: {
+                session_id: string;
+                agent: string;
+                turn_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "lang": "en",
+                     *         "message_ids": [
+                     *           "msg_51ab",
+                     *           "msg_9c07"
+                     *         ],
+                     *         "text": "2 messages arrived while you were working; read them together, in order:\n1. and the logs\n2. from yesterday",
+                     *         "turn_id": "turn_3f1c"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_TakenOut_"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -236,6 +236,16 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
             "status": "active",
         },
     ),
+    "turns.takePending": (
+        None,
+        {
+            "turn_id": "turn_3f1c",
+            "message_ids": ["msg_51ab", "msg_9c07"],
+            "text": "2 messages arrived while you were working; read them together, in order:\n1. and the logs\n"
+            "2. from yesterday",
+            "lang": "en",
+        },
+    ),
     "turns.turnStep": (
         None,
         {"session_id": "s-42", "agent": "po", "state": "idle", "turn_id": None, "pending": 0},

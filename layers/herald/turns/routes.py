@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field, field_validator
 
 from herald.ids import APP_CODE_PATTERN
-from herald.turns.models import MAX_EVENT_SEQ, ROLE_RANK, AgentTurns, SessionStatus
+from herald.turns.models import MAX_EVENT_SEQ, ROLE_RANK, AgentTurns, SessionStatus, turn_language, turn_text
 from herald.turns.ports import EngineCaller
 from herald.turns.wiring import turn_service
 from herald.web.envelope import APP, APP_AUDIENCE, ENGINE, SERVICE, ApiModel, Envelope, errors, ok
@@ -190,6 +190,39 @@ def put_session(
             status=session.status,
         ),
     )
+
+
+class TakenOut(ApiModel):
+    turn_id: str
+    message_ids: list[str] = Field(description="the messages taken into the running turn now, in order (none: [])")
+    text: str | None = Field(description="merged as a turn's text is (numbered when several); null when none")
+    lang: str | None
+
+
+@engine_router.post(
+    "/{session_id}/agents/{agent}/turns/{turn_id}/pending",
+    responses=errors(*SERVICE, "INVALID_ARGUMENT", "NOT_FOUND", "CONFLICT"),
+    response_model=Envelope[TakenOut],
+    summary="Take the messages waiting for the agent into its running turn, at a step boundary",
+)
+def take_pending(
+    request: Request,
+    session_id: SessionId,
+    agent: AgentName,
+    turn_id: Identifier,
+    caller: CurrentService,
+    app_code: Annotated[str | None, Query(pattern=APP_CODE_PATTERN, description=TENANT)] = None,
+) -> Envelope[TakenOut]:
+    engine = EngineCaller(caller.service_id, caller.tenant(app_code))
+    taken = turn_service().take_waiting(engine, session_id, agent, turn_id)
+    text = turn_text([m.text for m in taken]) if taken else None
+    out = TakenOut(
+        turn_id=turn_id,
+        message_ids=[m.message_id for m in taken],
+        text=text,
+        lang=turn_language([m.lang for m in taken]),
+    )
+    return ok(request, out)
 
 
 @engine_router.post(

@@ -80,6 +80,32 @@ def start_turn(turns: AgentTurns, messages: Sequence[QueuedMessage]) -> tuple[Ag
     return started, entries
 
 
+@dataclass(frozen=True)
+class Taking:
+    """The messages waiting for the agent, taken into its running turn at a step boundary: the agent's turns
+    after it (nothing waiting) and the log's entry; nothing to take: no change and no entry."""
+
+    after: AgentTurns
+    entries: tuple[Entry, ...]
+    messages: tuple[QueuedMessage, ...]
+
+
+def take_waiting(turns: AgentTurns) -> Taking:
+    """Every waiting message, in order, into the running turn: delivered now, so never again at its end, and no
+    longer the sender's to cancel."""
+    if turns.state is not TurnState.RUNNING or turns.turn is None:
+        raise Conflict(f"the turn is {turns.state}: messages are taken only while it runs", reason="turn_not_running")
+    if not turns.queue:
+        return Taking(turns, (), ())
+    message_ids = [m.message_id for m in turns.queue]
+    entry = Entry(
+        EventType.MESSAGE_DELIVERED,
+        ENGINE,
+        {"agent": turns.agent, "turn_id": turns.turn.turn_id, "message_ids": message_ids, "taken": True},
+    )
+    return Taking(replace(turns, queue=()), (entry,), turns.queue)
+
+
 def require_owner(session: Session, engine: EngineCaller) -> None:
     if session.owner_service != engine.service_id:
         raise PermissionDenied("another service owns this session", reason="session_of_another_service")

@@ -43,6 +43,7 @@ from herald.turns.rules import (
     require_current,
     require_owner,
     start_turn,
+    take_waiting,
 )
 
 _COMMIT_ATTEMPTS = 40
@@ -173,6 +174,23 @@ class TurnService:
                 entries.extend(started)
             self._commit(Change(session, turns, after, tuple(entries)))
             return after
+
+        return self._decided(decide)
+
+    def take_waiting(
+        self, engine: EngineCaller, session_id: str, agent: str, turn_id: str
+    ) -> tuple[QueuedMessage, ...]:
+        """The engine, between two steps of the running turn, takes what waits for the agent now: one commit,
+        serialized (as a finish is) against a cancel that would take a message out of the queue."""
+
+        def decide() -> tuple[QueuedMessage, ...]:
+            session, turns = self._turn_of(engine, session_id, agent)
+            require_current(turns, turn_id)
+            taking = take_waiting(turns)
+            if taking.messages:
+                self._commit(Change(session, turns, taking.after, taking.entries))
+                self._observe("TurnMessagesTaken")
+            return taking.messages
 
         return self._decided(decide)
 
