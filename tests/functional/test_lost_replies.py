@@ -101,6 +101,39 @@ def test_a_rate_limit_hit_whose_reply_was_lost_is_counted_once(aws: Any) -> None
     assert counter.count("user#acme#10001#1800000000") == 1
 
 
+class CountingReads:
+    """The DynamoDB client, counting its GetItem calls."""
+
+    def __init__(self, real: Any) -> None:
+        self._real, self.reads = real, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def _make_api_call(self, operation: str, params: dict[str, Any]) -> Any:
+        self.reads += operation == "GetItem"
+        return self._real._make_api_call(operation, params)
+
+
+def test_a_refused_request_reads_its_full_window_once(aws: Any) -> None:
+    """The refusal's read (is the stored token this hit's own?) is also the count its Retry-After comes from."""
+    from herald.container import current
+    from herald.errors import RateLimited
+    from herald.limits.dynamo import DynamoCounter
+    from herald.limits.service import Limit, RateLimiter
+
+    client = CountingReads(aws_client())
+    counter = DynamoCounter(current().settings.rate_limits_table, client)  # type: ignore[arg-type]
+    limiter = RateLimiter(counter, clock=lambda: 1_800_000_030_000)
+    limit = Limit("user", per_window=2)
+    limiter.check(limit, "acme#10001")
+    limiter.check(limit, "acme#10001")
+    assert client.reads == 1  # the previous window's count, once
+    with pytest.raises(RateLimited) as refused:
+        limiter.check(limit, "acme#10001")
+    assert client.reads == 2 and refused.value.retry_after_s >= 1
+
+
 def aws_client() -> Any:
     return aws.dynamodb()
 

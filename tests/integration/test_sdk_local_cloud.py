@@ -152,6 +152,9 @@ def test_every_operation_through_the_sdk(cloud: LocalCloudProcess, recorder: Rec
         return turns[0]
 
     turn, receipt = eventually(the_first_turn)
+    third = as_bob.send(session, "po", "third")
+    taken = service.take_pending(session, "po", turn["turn_id"])  # between two steps of the turn
+    assert taken["message_ids"] == [third["message_id"]] and taken["text"] == "third"
     assert reader.end(turn, receipt)["state"] == "idle"
     types = [e["type"] for e in as_bob.session_events(session)["events"]]
     assert "chat.message_cancelled" in types and "turn.finished" in types

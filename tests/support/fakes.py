@@ -93,12 +93,12 @@ class InMemoryCounter:
         self.writes = 0
         self.reads = 0
 
-    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> bool:
+    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> int | None:
         self.writes += 1
         if self.hits.get(bucket, 0) >= limit:
-            return False
+            return self.count(bucket)  # the refused write's read, as DynamoCounter's
         self.hits[bucket] = self.hits.get(bucket, 0) + 1
-        return True
+        return None
 
     def count(self, bucket: str) -> int:
         self.reads += 1

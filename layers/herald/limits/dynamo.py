@@ -35,9 +35,10 @@ class DynamoCounter:
     def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
         self._rows = Database(client).bind(WindowRow, table_name)
 
-    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> bool:
+    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> int | None:
         """The ADD refuses its own token, so the SDK's resend of a hit that landed is not counted again: it
-        fails its condition and is known as counted by the token it left."""
+        fails its condition and is known as counted by the token it left. A full bucket is read once, for its
+        count (the wait the refusal names)."""
         rows = self._rows
         try:
             rows(pk=bucket).update(
@@ -47,9 +48,10 @@ class DynamoCounter:
             )
         except UpdateError as error:
             if condition_failed(error):
-                return self._read(bucket).last_hit == token
+                row = self._read(bucket)
+                return None if row.last_hit == token else int(row.hits or 0)
             raise
-        return True
+        return None
 
     def count(self, bucket: str) -> int:
         return int(self._read(bucket).hits or 0)

@@ -32,9 +32,9 @@ class Limit:
 
 
 class Counter(Protocol):
-    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> bool:
-        """Count one hit in `bucket` unless it already holds `limit`; False when it was full. `token` is this
-        hit's own: the same hit sent again (a lost reply) is counted once."""
+    def hit(self, bucket: str, limit: int, expires_at_s: int, token: str) -> int | None:
+        """Count one hit in `bucket` unless it already holds `limit`: None when counted, else the hits the full
+        bucket holds. `token` is this hit's own: the same hit sent again (a lost reply) is counted once."""
         ...
 
     def count(self, bucket: str) -> int:
@@ -87,9 +87,11 @@ class RateLimiter:
         bucket = f"{name}{start // 1000}"
         room = window.room(limit.per_window)
         expires_at_s = (start + 2 * length) // 1000 + 60
-        if room > 0 and self._counter.hit(bucket, room, expires_at_s, token=secrets.token_hex(8)):
+        token = secrets.token_hex(8)
+        held = self._counter.hit(bucket, room, expires_at_s, token) if room > 0 else self._counter.count(bucket)
+        if held is None:
             return
-        wait_ms = window.wait_ms(limit.per_window, self._counter.count(bucket))
+        wait_ms = window.wait_ms(limit.per_window, held)
         raise RateLimited(
             f"over the {limit.scope} limit of {limit.per_window} requests per {limit.window_seconds} s",
             reason=f"{limit.scope}_rate_limited",
