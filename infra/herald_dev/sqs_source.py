@@ -92,7 +92,6 @@ class SqsEventSource:
         self.report_failures = report_batch_item_failures
         self._pollers = pollers
         self._wait = wait_seconds
-        self._threads: list[threading.Thread] = []
         self._invoking = 0
         self._idle = threading.Condition()
 
@@ -102,7 +101,6 @@ class SqsEventSource:
                 target=self._run, args=(stop,), name=f"sqs-{self.function.logical_id}-{index}", daemon=True
             )
             thread.start()
-            self._threads.append(thread)
 
     def join(self, timeout: float) -> None:
         """Until no invocation is under way (the stop is set): pollers waiting on a receive are not waited for."""
@@ -132,7 +130,8 @@ class SqsEventSource:
             return 0
         with self._idle:  # once the stop is set, nothing more is invoked: what join waits for is known
             stopped = stop is not None and stop.is_set()
-            self._invoking += 0 if stopped else 1
+            if not stopped:
+                self._invoking += 1
         if stopped:
             self._hand_back(messages)
             return 0

@@ -88,13 +88,14 @@ def test_a_notification_whose_transactions_reply_was_lost_is_answered_created(
     assert api.get("/api/v1/inbox/unread-count", headers=user).json()["data"]["unread_count"] == 1
 
 
-def test_a_rate_limit_hit_whose_reply_was_lost_is_counted_once(aws: Any) -> None:
+@pytest.mark.usefixtures("aws")
+def test_a_rate_limit_hit_whose_reply_was_lost_is_counted_once() -> None:
     """The counter's conditional ADD lands, its reply is lost, and the SDK sends it again: one request, one hit."""
     from herald.container import current
     from herald.limits.dynamo import DynamoCounter
     from herald.limits.service import Limit, RateLimiter
 
-    lost = LostReply(aws_client(), "UpdateItem", lambda params: True)
+    lost = LostReply(aws.dynamodb(), "UpdateItem", lambda params: True)
     counter = DynamoCounter(current().settings.rate_limits_table, lost)  # type: ignore[arg-type]
     RateLimiter(counter, clock=lambda: 1_800_000_000_000).check(Limit("user", per_window=5), "acme#10001")
     assert lost.lost == 1
@@ -115,14 +116,15 @@ class CountingReads:
         return self._real._make_api_call(operation, params)
 
 
-def test_a_refused_request_reads_its_full_window_once(aws: Any) -> None:
+@pytest.mark.usefixtures("aws")
+def test_a_refused_request_reads_its_full_window_once() -> None:
     """The refusal's read (is the stored token this hit's own?) is also the count its Retry-After comes from."""
     from herald.container import current
     from herald.errors import RateLimited
     from herald.limits.dynamo import DynamoCounter
     from herald.limits.service import Limit, RateLimiter
 
-    client = CountingReads(aws_client())
+    client = CountingReads(aws.dynamodb())
     counter = DynamoCounter(current().settings.rate_limits_table, client)  # type: ignore[arg-type]
     limiter = RateLimiter(counter, clock=lambda: 1_800_000_030_000)
     limit = Limit("user", per_window=2)
@@ -132,10 +134,6 @@ def test_a_refused_request_reads_its_full_window_once(aws: Any) -> None:
     with pytest.raises(RateLimited) as refused:
         limiter.check(limit, "acme#10001")
     assert client.reads == 2 and refused.value.retry_after_s >= 1
-
-
-def aws_client() -> Any:
-    return aws.dynamodb()
 
 
 def sent_update(params: dict[str, Any]) -> bool:

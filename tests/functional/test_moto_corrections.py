@@ -91,18 +91,24 @@ def test_a_group_whose_batch_timed_out_comes_back_oldest_first(servers: dict[str
     assert group_after_a_batch_comes_back(servers["corrected"]) == ["m1", "m2", "m3"]
 
 
+def table_with_stream(dynamodb: Any, name: str) -> str:
+    """A table keyed by `pk` whose stream shows old and new images; its stream's ARN."""
+    return str(
+        dynamodb.create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        )["TableDescription"]["LatestStreamArn"]
+    )
+
+
 def stream_after_a_cancelled_transaction(endpoint: str) -> tuple[list[str], list[str]]:
     """(keys the stream shows, keys the table holds) after: put a, a cancelled transaction (put b, put a if
     absent), put c; the stream read with an iterator taken before the transaction."""
     dynamodb, streams = client("dynamodb", endpoint), client("dynamodbstreams", endpoint)
-    table = dynamodb.create_table(
-        TableName="t",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )["TableDescription"]
-    stream_arn = table["LatestStreamArn"]
+    stream_arn = table_with_stream(dynamodb, "t")
     dynamodb.put_item(TableName="t", Item={"pk": {"S": "a"}})
     (shard,) = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
     iterator = streams.get_shard_iterator(

@@ -18,6 +18,7 @@ from moto import mock_aws
 from herald_dev import moto_patches
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
+from tests.functional.test_moto_corrections import table_with_stream
 from tests.support.local_cloud import LOCAL_CREDENTIALS, free_port
 from tests.support.waiting import eventually
 
@@ -111,13 +112,7 @@ def moto_server() -> Iterator[dict[str, Any]]:
 
 def test_an_idle_stream_reader_sleeps_until_a_write_and_then_reads_it(moto_server: dict[str, Any]) -> None:
     dynamodb = boto3.client("dynamodb", **moto_server)
-    stream_arn = dynamodb.create_table(
-        TableName="notes",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-    )["TableDescription"]["LatestStreamArn"]
+    stream_arn = table_with_stream(dynamodb, "notes")
     function, streams = RecordingFunction(), CountingReads(boto3.client("dynamodbstreams", **moto_server))
     settings = StreamSettings(writes=moto_patches.DYNAMODB_WRITES, idle_wait_seconds=60.0)
     sqs = boto3.client("sqs", **moto_server)

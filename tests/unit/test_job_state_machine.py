@@ -26,12 +26,17 @@ from tests.support.fakes import AdmitAll, FixedTargets, InMemoryJobStore, Partne
 TARGET = {"receive_id": "oc_1", "receive_id_type": "chat_id"}
 PARTNER = PartnerKey("svc", frozenset({"chat_id:oc_1"}))
 LEASE_MS = 60_000
-FAULTS = ["no", "refused", "acted_unanswered"]
+# The next call's fault: raised before Feishu acts (a clear no, a refusal) or after (done, and not answered).
+FAULTS = {
+    "no": (True, DeliveryError("Feishu answered HTTP 500", retryable=True)),
+    "refused": (True, DeliveryError("Feishu refused the card", retryable=False, code=230002)),
+    "acted_unanswered": (False, DeliveryError("Feishu did not answer in time", retryable=True, maybe_delivered=True)),
+}
 
 
 class Feishu:
     """Feishu as documented: a send with a uuid it has seen answers the same message; a message shows the card
-    it was last written with. The next call may fail: a clear no (retryable), a refusal, or done and unanswered."""
+    it was last written with. Its next call may fail as `fault` names (FAULTS)."""
 
     app_id = "cli_stack"
 
@@ -43,44 +48,22 @@ class Feishu:
     def tenant_access_token(self) -> str:
         return "token"
 
-    def _call(self, act: object) -> None:
-        fault, self.fault = self.fault, None
-        if fault == "no":
-            raise DeliveryError("Feishu answered HTTP 500", retryable=True)
-        if fault == "refused":
-            raise DeliveryError("Feishu refused the card", retryable=False, code=230002)
-        if fault == "acted_unanswered":
-            raise DeliveryError("Feishu did not answer in time", retryable=True, maybe_delivered=True)
+    def _fails(self, before_acting: bool) -> None:
+        if self.fault is not None and FAULTS[self.fault][0] is before_acting:
+            error, self.fault = FAULTS[self.fault][1], None
+            raise error
 
     def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str:
+        self._fails(before_acting=True)
         message_id = self.by_uuid.setdefault(uuid, f"om_{len(self.by_uuid) + 1}")
-        if message_id not in self.shown:
-            self.shown[message_id] = [card.title]
-        self._after_acting()
+        self.shown.setdefault(message_id, [card.title])
+        self._fails(before_acting=False)
         return message_id
 
     def update_card(self, message_id: str, card: Card) -> None:
+        self._fails(before_acting=True)
         self.shown[message_id].append(card.title)
-        self._after_acting()
-
-    def _after_acting(self) -> None:
-        """Only a fault that leaves the call done stands now; the others were raised before acting."""
-        if self.fault == "acted_unanswered":
-            self._call(None)
-
-    def before_acting(self) -> None:
-        if self.fault in ("no", "refused"):
-            self._call(None)
-
-
-class FaultyFeishu(Feishu):
-    def send_card(self, receive_id_type: str, receive_id: str, card: Card, uuid: str) -> str:
-        self.before_acting()
-        return super().send_card(receive_id_type, receive_id, card, uuid)
-
-    def update_card(self, message_id: str, card: Card) -> None:
-        self.before_acting()
-        super().update_card(message_id, card)
+        self._fails(before_acting=False)
 
 
 def revision(card: str, number: int, event_id: str) -> ExternalEvent:
@@ -92,7 +75,7 @@ def revision(card: str, number: int, event_id: str) -> ExternalEvent:
 class JobMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.store, self.clock, self.feishu = InMemoryJobStore(), FakeClock(1_000_000), FaultyFeishu()
+        self.store, self.clock, self.feishu = InMemoryJobStore(), FakeClock(1_000_000), Feishu()
         self.intake = EventIntake(self.store, AdmitAll(), self.clock)
         self.operations = EventOperations(self.store, DispatchPolicy(), self.clock)
         self.posted = 0
@@ -122,7 +105,7 @@ class JobMachine(RuleBasedStateMachine):
         self._drain()
         self.store.before.clear()
 
-    @rule(fault=st.sampled_from(FAULTS))
+    @rule(fault=st.sampled_from(sorted(FAULTS)))
     def feishus_next_call_fails(self, fault: str) -> None:
         self.feishu.fault = fault
 

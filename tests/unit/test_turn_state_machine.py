@@ -20,6 +20,7 @@ from herald.turns.models import EventType, SessionStatus
 from herald.turns.ports import EngineCaller
 from herald.turns.service import TurnService
 from tests.support.fakes import InMemoryTurnStore
+from tests.unit.test_turn_races import Queue
 
 ENGINE = EngineCaller("engine", "lalu")
 MEMBERS = [Principal("10001", "lalu"), Principal("10002", "lalu")]
@@ -41,14 +42,6 @@ class FailingCommits(InMemoryTurnStore):
         if fail == "after":
             raise Unavailable("the commit's answer was lost")
         return events
-
-
-class Queue:
-    def __init__(self) -> None:
-        self.turns: list[Any] = []
-
-    def publish(self, turn: Any) -> None:
-        self.turns.append(turn)
 
 
 class TurnMachine(RuleBasedStateMachine):
