@@ -52,7 +52,7 @@ $(STAMP): $(UV_STAMP)
 		echo "setup: installing the $$(grep -c '^[a-z0-9].*==' $(LOCK)) packages of $(LOCK) into $(VENV) with uv" \
 			"(each checked against its hash), then Herald itself (editable)"; \
 		$(PYTHON) -m venv $(VENV) \
-			&& $(UV_VENV)/bin/uv pip install --python $(BIN)/python --require-hashes -r $(LOCK) \
+			&& $(UV_VENV)/bin/uv pip install --python $(BIN)/python --require-hashes --compile-bytecode -r $(LOCK) \
 			&& $(UV_VENV)/bin/uv pip install --python $(BIN)/python --no-deps -e . \
 			&& echo "setup: $(VENV) is ready"; \
 	fi
@@ -97,8 +97,13 @@ test:
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint sam-check clients
 	@$(MAKE) --no-print-directory test-runs
 
+# Every test process (pytest's workers, each local cloud, its Lambda instances, each CLI call) imports from
+# bytecode written once here: under PYTHONDONTWRITEBYTECODE, which some machines set, each would compile the same
+# sources again (boto3 alone: 0.9 s instead of 0.3 s).
+BYTECODE_DIRS := layers infra functions clients/python tests
 test-runs:
 	@install -d -m 700 .herald
+	@$(BIN)/python -m compileall -q -j0 $(BYTECODE_DIRS) > /dev/null
 	{ $(BIN)/pytest -m crash \
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m slow --durations=5; \
 	} > $(CRASH_LOG) 2>&1 & crash=$$!; \

@@ -55,25 +55,32 @@ def create_table(stack: StackTemplate, logical_id: str, dynamodb: DynamoDBClient
     if request["BillingMode"] == "PROVISIONED":
         request["ProvisionedThroughput"] = props["ProvisionedThroughput"]
     try:
-        dynamodb.create_table(TableName=name, **request)
+        table = dynamodb.create_table(TableName=name, **request)["TableDescription"]
+        created = True
         log.info("created table %s (%s)", name, logical_id)
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "ResourceInUseException":
             raise
-    dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})  # type: ignore[typeddict-item]
-    ttl = props.get("TimeToLiveSpecification")
-    if ttl and ttl.get("Enabled"):
-        current = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
-        if current.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
-            dynamodb.update_time_to_live(
-                TableName=name,
-                TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
-            )
-    table = dynamodb.describe_table(TableName=name)["Table"]
+        table, created = dynamodb.describe_table(TableName=name)["Table"], False
+    if table.get("TableStatus") != "ACTIVE":
+        dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})  # type: ignore[typeddict-item]
+    _enable_ttl(props.get("TimeToLiveSpecification"), name, dynamodb, new_table=created)
     attributes = {"Ref": name, "Arn": table["TableArn"]}
     if table.get("LatestStreamArn"):
         attributes["StreamArn"] = table["LatestStreamArn"]
     stack.attributes[logical_id] = attributes
+
+
+def _enable_ttl(spec: dict[str, Any] | None, name: str, dynamodb: DynamoDBClient, *, new_table: bool) -> None:
+    """Turn on the template's TTL: a new table has it off; one met again (a kept `make dev`) is asked first."""
+    if not spec or not spec.get("Enabled"):
+        return
+    if new_table or dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"].get(
+        "TimeToLiveStatus"
+    ) not in ("ENABLED", "ENABLING"):
+        dynamodb.update_time_to_live(
+            TableName=name, TimeToLiveSpecification={"AttributeName": spec["AttributeName"], "Enabled": True}
+        )
 
 
 def _create_queue(stack: StackTemplate, logical_id: str, sqs: SQSClient) -> None:

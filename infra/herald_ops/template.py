@@ -9,6 +9,7 @@ the only list of tables, queues and functions; nothing here names a resource of 
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,11 @@ class TemplateError(Exception):
     pass
 
 
-class _CfnLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it: template.yaml parses in a tenth of the pure-Python time.
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _CfnLoader(_SafeLoader):  # type: ignore[valid-type,misc]
     pass
 
 
@@ -46,6 +51,14 @@ _CfnLoader.add_multi_constructor("!", _construct_tag)
 
 
 def load_template(path: Path) -> dict[str, Any]:
+    """The template as data, a fresh copy each call: parsed once per process for each version of the file."""
+    status = path.stat()
+    return copy.deepcopy(_parsed(path.resolve(), status.st_mtime_ns, status.st_size))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
+    """One parse per version (mtime and size name it): every test's local stack reads the same template."""
     with path.open() as handle:
         document = yaml.load(handle, Loader=_CfnLoader)  # noqa: S506 - SafeLoader subclass with CFN tags
     if not isinstance(document, dict) or "Resources" not in document:

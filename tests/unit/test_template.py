@@ -123,3 +123,14 @@ def test_the_local_cloud_runs_as_many_instances_of_a_function_as_its_queues_mapp
     events_worker = LocalFunction.from_template(stack, "EventsWorkerFunction", REPO)
     assert events_worker.max_instances == 20
     assert LocalFunction.from_template(stack, "HealthGaugesFunction", REPO).max_instances == DEFAULT_INSTANCES
+
+
+def test_a_template_read_again_is_a_fresh_copy_and_an_edited_file_is_parsed_anew(tmp_path: Path) -> None:
+    """Parsed once per version of the file: what one caller changes, the next never sees; an edit is seen."""
+    path = tmp_path / "template.yaml"
+    path.write_text(TEMPLATE)
+    first = load_template(path)
+    first["Resources"]["Jobs"]["Properties"]["FifoQueue"] = False
+    assert load_template(path)["Resources"]["Jobs"]["Properties"]["FifoQueue"] is True
+    path.write_text(TEMPLATE.replace("FifoQueue: true", "FifoQueue: true\n      DelaySeconds: 5"))
+    assert load_template(path)["Resources"]["Jobs"]["Properties"]["DelaySeconds"] == 5
