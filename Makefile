@@ -52,7 +52,7 @@ $(STAMP): $(UV_STAMP)
 		echo "setup: installing the $$(grep -c '^[a-z0-9].*==' $(LOCK)) packages of $(LOCK) into $(VENV) with uv" \
 			"(each checked against its hash), then Herald itself (editable)"; \
 		$(PYTHON) -m venv $(VENV) \
-			&& $(UV_VENV)/bin/uv pip install --python $(BIN)/python --require-hashes --compile-bytecode -r $(LOCK) \
+			&& $(UV_VENV)/bin/uv pip install --python $(BIN)/python --compile-bytecode --require-hashes -r $(LOCK) \
 			&& $(UV_VENV)/bin/uv pip install --python $(BIN)/python --no-deps -e . \
 			&& echo "setup: $(VENV) is ready"; \
 	fi
@@ -87,7 +87,8 @@ dev: $(STAMP)
 ## then the console's browser tests; and the crash soak, which mostly waits for in-flight messages' visibility
 ## timeouts (as SQS would), followed by the few long tests (`slow`: minutes on one core each: the 300-event run and
 ## the cold-start bench in process, the API fuzz and the benches on a local cloud, which the second engines' run
-## takes again). The other runs' output follows the first's.
+## takes again). The other runs' output follows the first's. Each marked run collects only its tests' folders
+## (tests/conftest.py's MARKER_HOMES, which the in-process run, collecting everything, holds them to).
 ## `make integration-matrix` runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
 SIDE_LOG := .herald/make-dev-and-second-engines.log
@@ -104,16 +105,17 @@ BYTECODE_DIRS := layers infra functions clients/python tests
 test-runs:
 	@install -d -m 700 .herald
 	@$(BIN)/python -m compileall -q -j0 $(BYTECODE_DIRS) > /dev/null
-	{ $(BIN)/pytest -m crash \
-		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m slow --durations=5; \
+	{ $(BIN)/pytest -m crash tests/integration \
+		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m slow --durations=5 \
+			tests/functional tests/integration; \
 	} > $(CRASH_LOG) 2>&1 & crash=$$!; \
-	{ $(BIN)/pytest -m e2e --durations=5 \
+	{ $(BIN)/pytest -m e2e --durations=5 tests/e2e \
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m "integration and not crash and not slow" \
-			--durations=10 \
-		&& $(BIN)/pytest -m browser --durations=5; \
+			--durations=10 tests/integration \
+		&& $(BIN)/pytest -m browser --durations=5 tests/browser; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(BIN)/pytest -m "$(IN_PROCESS)" -n 3 --durations=25 \
-		&& $(BIN)/pytest -m "integration and not crash and not slow" --durations=25; status=$$?; \
+		&& $(BIN)/pytest -m "integration and not crash and not slow" --durations=25 tests/integration; status=$$?; \
 	wait $$side; sided=$$?; \
 	echo "--- make dev's tests, the integration suite on DynamoDB Local + fauxqs, the console in Chromium"; \
 	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak, then the long tests"; \

@@ -64,6 +64,29 @@ _CLEARED_ENV = (
 )
 
 
+# Where each run of `make test` looks for its tests: it collects only these folders (a collection of the whole
+# tree costs seconds of CPU in each of its runs). A marked test elsewhere would be deselected from the in-process
+# run and never collected by its own, so the in-process run, which collects everything, refuses it.
+MARKER_HOMES = {
+    "integration": ("integration",),
+    "crash": ("integration",),
+    "slow": ("functional", "integration"),
+    "e2e": ("e2e",),
+    "browser": ("browser",),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    homeless = [
+        f"{item.nodeid} is marked {marker} outside tests/{{{','.join(homes)}}}"
+        for item in items
+        for marker, homes in MARKER_HOMES.items()
+        if item.get_closest_marker(marker) is not None and item.path.parent.name not in homes
+    ]
+    if homeless:
+        raise pytest.UsageError("tests make test would never run:\n" + "\n".join(homeless))
+
+
 def clear_herald_caches() -> None:
     """Forget the process's container (settings and every part built from them) and its AWS clients: the next
     use builds them again from the environment as it is now."""
