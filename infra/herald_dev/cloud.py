@@ -43,6 +43,7 @@ from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.template_wiring import EventSource, TemplateWiring, local_functions
 from herald_dev.websocket_gateway import MESSAGE_LIMIT_BYTES
+from herald_dev.write_signal import WriteListener
 
 log = logging.getLogger("local-cloud")
 
@@ -85,6 +86,7 @@ class LocalCloud:
         self.stop_event = threading.Event()
         self._servers: list[_Server] = []
         self._moto: Any = None
+        self._told_writes: WriteListener | None = None  # DynamoDB elsewhere: the functions tell their writes
         self.fakes: Fakes | None = None
         self.providers: Providers | None = config.providers
         self.engine: ReferenceEngine | None = None
@@ -123,6 +125,9 @@ class LocalCloud:
             "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "local"),
             "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
         }
+        if not self.config.embeds_dynamodb:
+            self._told_writes = WriteListener()
+            env.update(self._told_writes.environment)
         if self.config.dynamodb_endpoint:
             env["AWS_ENDPOINT_URL_DYNAMODB"] = env["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] = self.config.dynamodb_endpoint
             log.info("DynamoDB at %s", self.config.dynamodb_endpoint)
@@ -135,9 +140,6 @@ class LocalCloud:
         return boto3.client(service, region_name=self.config.region)  # type: ignore[call-overload]
 
     # ------------------------------------------------------------------ wiring from the template
-    def _store_secrets(self) -> None:
-        store_secrets(self.client("ssm"), self.stack, self.config.secrets)
-
     def _wiring(self) -> TemplateWiring:
         return TemplateWiring(
             self.stack,
@@ -146,7 +148,7 @@ class LocalCloud:
             restored=self._restored,
             sqs_wait_seconds=self.config.sqs_wait_seconds,
             rates=self.config.environment,
-            dynamodb_writes=moto_patches.DYNAMODB_WRITES if self.config.embeds_dynamodb else None,
+            dynamodb_writes=self._told_writes.signal if self._told_writes else moto_patches.DYNAMODB_WRITES,
         )
 
     # ------------------------------------------------------------------ run
@@ -159,7 +161,7 @@ class LocalCloud:
             log.info("fake Feishu on %s (cards: %s/)", self.fakes.feishu.url, self.fakes.feishu.url)
         provision(self.stack, self.client("dynamodb"), self.client("sqs"))
         self._load_saved_state()
-        self._store_secrets()
+        store_secrets(self.client("ssm"), self.stack, self.config.secrets)
         self.functions.update(local_functions(self.stack, self.config, self.providers))
         wiring = self._wiring()
         self.sources.extend([*wiring.event_sources(), *wiring.ttl_sweepers(self.config.ttl_sweep_seconds)])
@@ -169,12 +171,8 @@ class LocalCloud:
 
     def _saved_state(self) -> SavedState | None:
         """The state kept between runs: the embedded AWS's only (another engine keeps its own)."""
-        if (
-            self.config.data_dir is None
-            or self._moto is None
-            or self.config.dynamodb_endpoint
-            or self.config.sqs_endpoint
-        ):
+        elsewhere = self.config.dynamodb_endpoint or self.config.sqs_endpoint
+        if self.config.data_dir is None or self._moto is None or elsewhere:
             return None
         return SavedState(self.config.data_dir)
 

@@ -26,6 +26,7 @@ import warnings
 from typing import Any
 
 from herald_dev.meter import FUNCTION_MEMORY_VARIABLE, FUNCTION_NAME_VARIABLE, ProcessMeter, process_meter
+from herald_dev.write_signal import tell_writes_from_this_process
 
 PR_SET_PDEATHSIG = 1
 
@@ -132,6 +133,7 @@ def main(argv: list[str]) -> None:
     die_with_parent(int(os.environ.pop("HERALD_LOCAL_PARENT_PID", os.getppid())))
     # An invocation with nothing to count is normal here; Powertools would say so on every one of them.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
+    tell_writes_from_this_process()  # before the handler's import: its clients are made with the hook
     if argv[1] == "http":
         serve_http(argv[2], argv[3], argv[4], int(argv[5]))
     else:

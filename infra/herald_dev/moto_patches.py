@@ -52,6 +52,8 @@ from moto import backends as moto_backends
 from moto.core.utils import unix_time
 from moto.sqs import models as sqs_models
 
+from herald_dev.write_signal import WRITE_ACTIONS, WriteSignal
+
 _receive_lock = threading.Lock()
 RECHECK_S = 5.0  # a waiting receive looks again at least this often, whatever woke it or not
 _installed = False
@@ -117,28 +119,7 @@ def _fifo_receive(queue: Any, count: int, visibility_timeout: int, attribute_nam
 _dynamodb_lock = threading.RLock()
 
 
-class WriteSignal:
-    """Counts the DynamoDB writes this process serves, so a local stream's reader sleeps until one comes
-    instead of asking for new records four times a second."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self.generation = 0
-
-    def wake(self) -> None:
-        """Every waiting reader looks again (a write, or the cloud stopping)."""
-        with self._changed:
-            self.generation += 1
-            self._changed.notify_all()
-
-    def wait_after(self, generation: int, timeout_s: float) -> None:
-        """Until a write after `generation` was counted, or `timeout_s`."""
-        with self._changed:
-            self._changed.wait_for(lambda: self.generation != generation, timeout_s)
-
-
 DYNAMODB_WRITES = WriteSignal()
-_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 
 
 def _serialize_dynamodb() -> None:
@@ -153,7 +134,7 @@ def _serialize_dynamodb() -> None:
                 with _dynamodb_lock:
                     return original(self)
             finally:
-                if self._get_action() in _WRITES:
+                if self._get_action() in WRITE_ACTIONS:
                     DYNAMODB_WRITES.wake()
 
         handler.call_action = call_action  # type: ignore[method-assign]

@@ -17,11 +17,11 @@ import json
 import logging
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from herald_dev.moto_patches import WriteSignal
 from herald_dev.runtime import FunctionError, LocalFunction
+from herald_dev.write_signal import WriteSignal
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
@@ -114,10 +114,9 @@ class StreamSettings:
     maximum_retry_attempts: int = -1
     bisect_on_error: bool = False
     on_failure_queue_url: str | None = None
-    idle_poll_seconds: float = 0.25
-    # The embedded moto's writes: an idle reader waits for the next one (at most `idle_wait_seconds`) instead
-    # of polling. None: the table is elsewhere (DynamoDB Local), and the reader polls as Lambda's does.
-    writes: WriteSignal | None = None
+    # The DynamoDB writes seen (the embedded moto's own, or those the functions tell: `write_signal`): an idle
+    # reader waits for the next one, at most `idle_wait_seconds` (a write nobody told of), instead of polling.
+    writes: WriteSignal = field(default_factory=WriteSignal)
     idle_wait_seconds: float = 2.0
 
 
@@ -148,8 +147,7 @@ class StreamEventSource:
         self._threads.append(thread)
 
     def join(self, timeout: float) -> None:
-        if self.settings.writes is not None:
-            self.settings.writes.wake()  # readers waiting for a write see the stop now
+        self.settings.writes.wake()  # readers waiting for a write see the stop now
         for thread in list(self._threads):
             thread.join(timeout)
 
@@ -198,7 +196,7 @@ class StreamEventSource:
         buffer: list[dict[str, Any]] = []
         fresh = True
         while not stop.is_set():
-            generation = self.settings.writes.generation if self.settings.writes else 0
+            generation = self.settings.writes.generation
             try:
                 if fresh:
                     iterator, fresh = self._iterator(shard_id, position, last_read), False
@@ -219,18 +217,15 @@ class StreamEventSource:
             if not buffer:
                 if iterator is None:
                     break
-                self._idle(stop, generation)
+                self._idle(generation)
                 continue
             buffer = self._deliver(shard_id, buffer, stop)
         with self._lock:
             self._finished_shards.add(shard_id)
 
-    def _idle(self, stop: threading.Event, generation: int) -> None:
-        """Nothing new in the shard since `generation`: wait for a write, or poll again shortly."""
-        if self.settings.writes is None:
-            stop.wait(self.settings.idle_poll_seconds)
-        else:
-            self.settings.writes.wait_after(generation, self.settings.idle_wait_seconds)
+    def _idle(self, generation: int) -> None:
+        """Nothing new in the shard since `generation`: wait for a write (or the cloud's stop, which wakes it)."""
+        self.settings.writes.wait_after(generation, self.settings.idle_wait_seconds)
 
     def _deliver(self, shard_id: str, buffer: list[dict[str, Any]], stop: threading.Event) -> list[dict[str, Any]]:
         """Deliver the head of the buffer until it succeeds or is given up; returns what remains."""

@@ -14,13 +14,13 @@ from herald_ops.template import StackTemplate, TemplateError
 from herald_dev.config import LocalCloudConfig
 from herald_dev.fakes import PROVIDER_PARAMETERS, Providers
 from herald_dev.local_identity import LOCAL_JWT_SECRET
-from herald_dev.moto_patches import WriteSignal
 from herald_dev.runtime import LocalFunction
 from herald_dev.schedule_source import ScheduleEventSource, rate_seconds
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
 from herald_dev.ttl_sweeper import TtlSweeper
 from herald_dev.websocket_gateway import WebSocketGateway
+from herald_dev.write_signal import WriteSignal
 
 
 class EventSource(Protocol):
@@ -42,7 +42,7 @@ class TemplateWiring:
         restored: bool,
         sqs_wait_seconds: int,
         rates: dict[str, str],
-        dynamodb_writes: WriteSignal | None = None,
+        dynamodb_writes: WriteSignal,
     ) -> None:
         self.stack = stack
         self.functions = functions
@@ -50,7 +50,7 @@ class TemplateWiring:
         self._restored = restored
         self._sqs_wait_seconds = sqs_wait_seconds
         self._rates = rates  # HERALD_LOCAL_RATE_<function>: a schedule's local interval in seconds
-        self._writes = dynamodb_writes  # the embedded moto's: its streams' readers wait on them
+        self._writes = dynamodb_writes  # the writes its streams' readers wait on (embedded moto's, or told)
 
     def queue_url_for_arn(self, arn: str) -> str:
         for attributes in self.stack.attributes.values():

@@ -18,6 +18,7 @@ from moto import mock_aws
 from herald_dev import moto_patches
 from herald_dev.sqs_source import SqsEventSource
 from herald_dev.stream_source import StreamEventSource, StreamSettings
+from herald_dev.write_signal import WriteListener, tell_writes_from_this_process
 from tests.functional.test_moto_corrections import table_with_stream
 from tests.support.local_cloud import LOCAL_CREDENTIALS, free_port
 from tests.support.waiting import eventually
@@ -125,6 +126,33 @@ def test_an_idle_stream_reader_sleeps_until_a_write_and_then_reads_it(moto_serve
         dynamodb.put_item(TableName="notes", Item={"pk": {"S": "n-1"}})
         eventually(lambda: _delivered(function, "n-1"), timeout=PATIENCE_S)
         assert streams.reads <= idle_reads + 2  # woken by the write: one read brought it, one found the end
+    finally:
+        stop.set()
+        source.join(timeout=PATIENCE_S)
+
+
+def test_a_reader_of_tables_elsewhere_sleeps_until_a_function_tells_of_its_write(
+    moto_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB Local's writes are not the cloud's to see: a function's process tells it of each one."""
+    listener = WriteListener()  # the cloud's end; the embedded moto's own signal is not the one waited on
+    for variable, value in listener.environment.items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # a function's process: its own default session
+    tell_writes_from_this_process()
+    dynamodb = boto3.client("dynamodb", **moto_server)
+    stream_arn = table_with_stream(dynamodb, "told-notes")
+    function, streams = RecordingFunction(), CountingReads(boto3.client("dynamodbstreams", **moto_server))
+    settings = StreamSettings(writes=listener.signal, idle_wait_seconds=60.0)
+    source = StreamEventSource(function, streams, boto3.client("sqs", **moto_server), stream_arn, settings)  # type: ignore[arg-type]
+    stop = threading.Event()
+    source.start(stop)
+    try:
+        eventually(lambda: _read_once(streams), timeout=PATIENCE_S)
+        idle_reads = streams.reads
+        dynamodb.put_item(TableName="told-notes", Item={"pk": {"S": "n-1"}})
+        eventually(lambda: _delivered(function, "n-1"), timeout=PATIENCE_S)
+        assert streams.reads <= idle_reads + 2
     finally:
         stop.set()
         source.join(timeout=PATIENCE_S)
