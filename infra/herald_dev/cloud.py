@@ -43,7 +43,7 @@ from herald_dev.provision import provision
 from herald_dev.runtime import LocalFunction
 from herald_dev.template_wiring import EventSource, TemplateWiring, local_functions
 from herald_dev.websocket_gateway import MESSAGE_LIMIT_BYTES
-from herald_dev.write_signal import WriteListener
+from herald_dev.write_signal import WriteListener, tell_writes_from_this_process
 
 log = logging.getLogger("local-cloud")
 
@@ -135,6 +135,7 @@ class LocalCloud:
             env["AWS_ENDPOINT_URL_SQS"] = self.config.sqs_endpoint
             log.info("SQS at %s", self.config.sqs_endpoint)
         os.environ.update(env)
+        tell_writes_from_this_process()  # the cloud's own writes (TTL sweeps, loaded state) wake its readers too
 
     def client(self, service: str) -> Any:
         return boto3.client(service, region_name=self.config.region)  # type: ignore[call-overload]

@@ -75,12 +75,13 @@ def _enable_ttl(spec: dict[str, Any] | None, name: str, dynamodb: DynamoDBClient
     """Turn on the template's TTL: a new table has it off; one met again (a kept `make dev`) is asked first."""
     if not spec or not spec.get("Enabled"):
         return
-    if new_table or dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"].get(
-        "TimeToLiveStatus"
-    ) not in ("ENABLED", "ENABLING"):
-        dynamodb.update_time_to_live(
-            TableName=name, TimeToLiveSpecification={"AttributeName": spec["AttributeName"], "Enabled": True}
-        )
+    if not new_table:
+        current = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        if current.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+            return
+    dynamodb.update_time_to_live(
+        TableName=name, TimeToLiveSpecification={"AttributeName": spec["AttributeName"], "Enabled": True}
+    )
 
 
 def _create_queue(stack: StackTemplate, logical_id: str, sqs: SQSClient) -> None:

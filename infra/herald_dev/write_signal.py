@@ -2,10 +2,11 @@
 
 The embedded moto counts the writes it serves itself (`moto_patches.DYNAMODB_WRITES`). DynamoDB Local is another
 process, so there each Lambda instance and the HTTP function's server tell the cloud of their own writes: a
-datagram on loopback after each write call (`HERALD_LOCAL_WRITE_SIGNAL` names the port). A reader then waits
-for the next write instead of asking DynamoDB Local for records four times a second per shard, which kept a Java
-core a quarter busy while nothing happened. A write from outside the functions (a test's own, a `herald-ops`
-verb) is not told: the reader's longest wait bounds how late it is seen.
+datagram on loopback after each write call (`HERALD_LOCAL_WRITE_SIGNAL` names the port), and so does the cloud's
+own process (its TTL sweeps, the state it loads). A reader then waits for the next write instead of asking DynamoDB
+Local for records four times a second per shard, which kept a Java core a quarter busy while nothing happened. A
+write from outside the cloud (a test's own, a `herald-ops` verb) is not told: the reader's longest wait bounds how
+late it is seen.
 """
 
 from __future__ import annotations
@@ -48,8 +49,7 @@ class WriteListener:
         self.signal = WriteSignal()
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._socket.bind((_HOST, 0))
-        self._thread = threading.Thread(target=self._listen, name="dynamodb-write-signal", daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._listen, name="dynamodb-write-signal", daemon=True).start()
 
     @property
     def environment(self) -> dict[str, str]:
@@ -62,8 +62,8 @@ class WriteListener:
 
 
 def tell_writes_from_this_process() -> None:
-    """In a function's process, when the cloud listens: a datagram after each DynamoDB write call, on boto3's
-    default session (before any client is made: a client copies its session's hooks)."""
+    """In a process of the cloud (a function's, or its own), when the cloud listens: a datagram after each DynamoDB
+    write call, on boto3's default session (before any client is made: a client copies its session's hooks)."""
     port = os.environ.get(SIGNAL_VARIABLE)
     if not port:
         return
