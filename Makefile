@@ -79,23 +79,25 @@ dev: $(STAMP)
 		$(if $(REQUEST_LOGS),--request-logs)
 
 ## test: every test. First what the tests need, side by side (the venv, the npm installs, Chromium, SAM CLI, the
-## client generator; each skipped when already there), then lint, the AWS build check and the clients side by side,
-## then three runs at once: the unit and functional tests in three workers (the other runs often wait on their
-## clouds and the soak's timeouts), then the integration tests on moto (their local clouds one at a time: each
-## cloud's pollers take CPU, and timing tests must not starve); `make dev`'s tests (the README's, on its documented
-## ports), the integration suite again on the second engines (DynamoDB Local for the tables, fauxqs for the queues),
-## then the console's browser tests; and the crash soak, which mostly waits for in-flight messages' visibility
-## timeouts (as SQS would), followed by the few long tests (`slow`: minutes on one core each: the 300-event run and
-## the cold-start bench in process, the API fuzz and the benches on a local cloud, which the second engines' run
-## takes again). The other runs' output follows the first's. Each marked run collects only its tests' folders
+## client generator; each skipped when already there), then four runs at once, so both cores stay busy to the end:
+## - the unit and functional tests in three workers, then the integration tests on moto in two (`--dist loadfile`:
+##   each worker has its own local cloud, and a module's tests stay in one worker);
+## - `make dev`'s tests (the README's, on its documented ports), then the integration suite again on the second
+##   engines (DynamoDB Local for the tables, fauxqs for the queues);
+## - the crash soak, which mostly waits for in-flight messages' visibility timeouts (as SQS would), then the few long
+##   tests (`slow`: minutes on one core each: the 300-event run and the cold-start bench in process, the API fuzz and
+##   the benches on a local cloud, which the second engines' run leaves to this one), then the console's browser
+##   tests;
+## - lint, the AWS build check and the clients.
+## The first run's output streams; the others' follows it. Each marked run collects only its tests' folders
 ## (tests/conftest.py's MARKER_HOMES, which the in-process run, collecting everything, holds them to).
 ## `make integration-matrix` runs all four engine pairs.
 CRASH_LOG := .herald/crash-soak.log
 SIDE_LOG := .herald/make-dev-and-second-engines.log
+CHECKS_LOG := .herald/lint-and-build-checks.log
 IN_PROCESS := not integration and not e2e and not browser and not crash and not slow
 test:
 	@$(MAKE) --no-print-directory -j6 setup $(CHROMEDRIVER) $(SAM_STAMP) $(OPC_STAMP) $(TS_CLIENT)
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lint sam-check clients
 	@$(MAKE) --no-print-directory test-runs
 
 # Every test process (pytest's workers, each local cloud, its Lambda instances, each CLI call) imports from
@@ -105,22 +107,24 @@ BYTECODE_DIRS := layers infra functions clients/python tests
 test-runs:
 	@install -d -m 700 .herald
 	@$(BIN)/python -m compileall -q -j0 $(BYTECODE_DIRS) > /dev/null
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint sam-check clients > $(CHECKS_LOG) 2>&1 & checks=$$!; \
 	{ $(BIN)/pytest -m crash tests/integration \
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m slow --durations=5 \
-			tests/functional tests/integration; \
+			tests/functional tests/integration \
+		&& $(BIN)/pytest -m browser --durations=5 tests/browser; \
 	} > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	{ $(BIN)/pytest -m e2e --durations=5 tests/e2e \
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m "integration and not crash and not slow" \
-			--durations=10 tests/integration \
-		&& $(BIN)/pytest -m browser --durations=5 tests/browser; \
+			--durations=10 tests/integration; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(BIN)/pytest -m "$(IN_PROCESS)" -n 3 --durations=25 \
-		&& $(BIN)/pytest -m "integration and not crash and not slow" --durations=25 tests/integration; status=$$?; \
-	wait $$side; sided=$$?; \
-	echo "--- make dev's tests, the integration suite on DynamoDB Local + fauxqs, the console in Chromium"; \
-	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak, then the long tests"; \
+		&& $(BIN)/pytest -m "integration and not crash and not slow" -n 2 --dist loadfile --durations=25 \
+			tests/integration; status=$$?; \
+	wait $$checks; checked=$$?; echo "--- lint, the AWS build check, the clients"; cat $(CHECKS_LOG); \
+	wait $$side; sided=$$?; echo "--- make dev's tests, then the integration suite on DynamoDB Local + fauxqs"; \
+	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak, the long tests, the console in Chromium"; \
 	cat $(CRASH_LOG); \
-	[ $$status -eq 0 ] && [ $$sided -eq 0 ] && [ $$crashed -eq 0 ]
+	[ $$status -eq 0 ] && [ $$checked -eq 0 ] && [ $$sided -eq 0 ] && [ $$crashed -eq 0 ]
 
 ## check: the quick loop while developing: lint and type check, then the unit and functional tests, four workers
 ## on the two cores (some of them wait on subprocesses and sockets)

@@ -83,6 +83,13 @@ def confirm_pushes(cloud: LocalCloudProcess, receiver: str, confirm_id: str) -> 
     return [m["data"] for m in im_messages(cloud, receiver) if m["data"]["confirm_id"] == confirm_id]
 
 
+def lease_ran_out(cloud: LocalCloudProcess, confirm_id: str) -> None:
+    """The confirm's processing lease is over (read from its row: a repair before then finds it still held)."""
+    key = {"pk": {"S": f"CFM#lalu#{confirm_id}"}}
+    row = cloud.client("dynamodb").get_item(TableName=cloud.resource("ConfirmsTable"), Key=key)["Item"]
+    assert int(row["lock_until_ms"]["N"]) < time.time() * 1000, row
+
+
 def test_an_owner_service_registers_asks_and_is_called_back_end_to_end(
     cloud: LocalCloudProcess, owner: LoopbackOwner
 ) -> None:
@@ -148,11 +155,13 @@ def test_an_owner_service_registers_asks_and_is_called_back_end_to_end(
     eventually(lambda: pushed(late["confirm_id"], ["pending", "expired"]))
 
     # The owner is back: after the lease, an operator's repair settles the stuck confirm from the owner.
-    def repaired_once_the_lease_ran_out() -> None:
-        (repaired,) = ops(cloud, "confirms", "repair", down["confirm_id"], "--app", "lalu")
-        assert repaired["status"] == "accepted"  # until then the lease holds: still processing
+    eventually(lambda: lease_ran_out(cloud, down["confirm_id"]), timeout=LEASE_S + 30)
 
-    eventually(repaired_once_the_lease_ran_out, timeout=LEASE_S + 30)
+    def repaired() -> None:
+        (repaired,) = ops(cloud, "confirms", "repair", down["confirm_id"], "--app", "lalu")
+        assert repaired["status"] == "accepted"
+
+    eventually(repaired)
     posts = [c for c in owner.calls if c.body and c.body["confirm"]["business_id"] == "g-down"]
     assert {c.headers["webhook-id"] for c in posts} == {command_webhook_id(down["confirm_id"], "tap-down")}
     assert len(owner.effects("g-down")) == 1
