@@ -83,7 +83,7 @@ dev: $(STAMP)
 ## - the unit and functional tests in three workers, then the integration tests on moto in two (`--dist loadfile`:
 ##   each worker has its own local cloud, and a module's tests stay in one worker);
 ## - `make dev`'s tests (the README's, on its documented ports), then the integration suite again on the second
-##   engines (DynamoDB Local for the tables, fauxqs for the queues);
+##   engines (DynamoDB Local for the tables, fauxqs for the queues), in two workers too (each with its own engines);
 ## - the crash soak, which mostly waits for in-flight messages' visibility timeouts (as SQS would), then the few long
 ##   tests (`slow`: minutes on one core each: the 300-event run and the cold-start bench in process, the API fuzz and
 ##   the benches on a local cloud, which the second engines' run leaves to this one), then the console's browser
@@ -115,7 +115,7 @@ test-runs:
 	} > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	{ $(BIN)/pytest -m e2e --durations=5 tests/e2e \
 		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m "integration and not crash and not slow" \
-			--durations=10 tests/integration; \
+			-n 2 --dist loadfile --durations=10 tests/integration; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(BIN)/pytest -m "$(IN_PROCESS)" -n 3 --durations=25 \
 		&& $(BIN)/pytest -m "integration and not crash and not slow" -n 2 --dist loadfile --durations=25 \
