@@ -24,7 +24,7 @@ DELIVERY_SMOKE = [
     "--cards", "2", "--revisions", "3", "--chats", "2", "--per-chat", "2", "--confirms", "6", "--receivers", "3",
     "--shared-events", "6", "--shared-chats", "3", "--urgent-events", "2",
 ]  # fmt: skip
-# benches that start a local cloud run with the integration tests (one cloud at a time)
+# benches that start a local cloud of their own run with the long tests (tests/integration, marked slow)
 ON_A_LOCAL_CLOUD = {
     "events_throughput.py": (["--events", "4"], r"^4 events, 20 services: +\d+\.\d+ events/s"),
     "delivery_at_limits.py": (
