@@ -96,6 +96,8 @@ CRASH_LOG := .herald/crash-soak.log
 SIDE_LOG := .herald/make-dev-and-second-engines.log
 CHECKS_LOG := .herald/lint-and-build-checks.log
 IN_PROCESS := not integration and not e2e and not browser and not crash and not slow
+# The integration suite, on whichever engines the environment names, over two workers
+INTEGRATION_RUN := $(BIN)/pytest -m "integration and not crash and not slow" -n 2 --dist loadfile tests/integration
 test:
 	@$(MAKE) --no-print-directory -j6 setup $(CHROMEDRIVER) $(SAM_STAMP) $(OPC_STAMP) $(TS_CLIENT)
 	@$(MAKE) --no-print-directory test-runs
@@ -114,12 +116,10 @@ test-runs:
 		&& $(BIN)/pytest -m browser --durations=5 tests/browser; \
 	} > $(CRASH_LOG) 2>&1 & crash=$$!; \
 	{ $(BIN)/pytest -m e2e --durations=5 tests/e2e \
-		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(BIN)/pytest -m "integration and not crash and not slow" \
-			-n 2 --dist loadfile --durations=10 tests/integration; \
+		&& HERALD_TEST_DYNAMODB=local HERALD_TEST_SQS=fauxqs $(INTEGRATION_RUN) --durations=10; \
 	} > $(SIDE_LOG) 2>&1 & side=$$!; \
 	$(BIN)/pytest -m "$(IN_PROCESS)" -n 3 --durations=25 \
-		&& $(BIN)/pytest -m "integration and not crash and not slow" -n 2 --dist loadfile --durations=25 \
-			tests/integration; status=$$?; \
+		&& $(INTEGRATION_RUN) --durations=25; status=$$?; \
 	wait $$checks; checked=$$?; echo "--- lint, the AWS build check, the clients"; cat $(CHECKS_LOG); \
 	wait $$side; sided=$$?; echo "--- make dev's tests, then the integration suite on DynamoDB Local + fauxqs"; \
 	cat $(SIDE_LOG); wait $$crash; crashed=$$?; echo "--- the crash soak, the long tests, the console in Chromium"; \

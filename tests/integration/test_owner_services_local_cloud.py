@@ -19,6 +19,7 @@ import pytest
 from herald.auth.dynamo import DynamoServiceKeyStore
 from herald.auth.service_keys import ServiceKeys
 from herald.confirms.owners.callbacks import command_webhook_id
+from herald.confirms.rows import confirm_key
 from tests.integration.test_confirms_local_cloud import Client, im_messages, new_user
 from tests.support.local_cloud import REPO, LocalCloudProcess
 from tests.support.owner import LoopbackOwner
@@ -85,7 +86,7 @@ def confirm_pushes(cloud: LocalCloudProcess, receiver: str, confirm_id: str) -> 
 
 def lease_ran_out(cloud: LocalCloudProcess, confirm_id: str) -> None:
     """The confirm's processing lease is over (read from its row: a repair before then finds it still held)."""
-    key = {"pk": {"S": f"CFM#lalu#{confirm_id}"}}
+    key = {"pk": {"S": confirm_key("lalu", confirm_id)}}
     row = cloud.client("dynamodb").get_item(TableName=cloud.resource("ConfirmsTable"), Key=key)["Item"]
     assert int(row["lock_until_ms"]["N"]) < time.time() * 1000, row
 
