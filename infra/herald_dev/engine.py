@@ -1,9 +1,12 @@
 """A reference agent engine for `make dev`, so a newcomer can watch the turn queue work.
 
 It opens a demo session (members 10002 and 10003, agent `assistant`), takes turns from the turn queue,
-"works" on each for a configurable time, logs what it read, and finishes the turn through Herald's engine
-route. Messages sent meanwhile wait in the queue and come back merged as the next turn. It is written on the
-Python SDK (clients/python: `ServiceClient`, `TurnReader`), as an engine team's would be.
+"works" on each for a configurable time in two steps, logs what it read, and finishes the turn through Herald's
+engine route. Between the two steps it takes the messages sent meanwhile (`/pending`); what arrives after that
+waits in the queue and comes back merged as the next turn. A turn whose text holds the word "approve" first asks
+member 10002 for an approval, which arrives in 10002's IM as a confirm; the turn waits for the decision (it lets
+go of its queue message: the decision follows it in the same message group) and goes on once it is told. It is
+written on the Python SDK (clients/python: `ServiceClient`, `TurnReader`), as an engine team's would be.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ log = logging.getLogger("reference-engine")
 DEMO_SESSION = "demo"
 DEMO_AGENT = "assistant"
 DEMO_MEMBERS = {"10002": "developer", "10003": "developer"}
+APPROVER = "10002"  # whom a turn asking for an approval asks
+ASKS_FOR_APPROVAL = "approve"  # a word in the turn's text that makes the engine ask first
 
 
 class ReferenceEngine:
@@ -33,6 +38,8 @@ class ReferenceEngine:
         self._reader = TurnReader(self._herald, sqs, queue_url, visibility_s=int(turn_seconds) + 60)
         self.turn_seconds = turn_seconds
         self._threads: list[threading.Thread] = []
+        self._decisions: dict[str, dict[str, Any]] = {}  # approval id -> its decision, once told
+        self._told = threading.Condition()
 
     # ------------------------------------------------------------------ an event source of the local cloud
     def start(self, stop: threading.Event) -> None:
@@ -55,6 +62,9 @@ class ReferenceEngine:
                 stop.wait(1)
                 continue
             for turn, receipt in turns:
+                if turn.get("type") == "approval.decided":
+                    self._decided(turn, receipt)
+                    continue
                 worker = threading.Thread(target=self._work, args=(turn, receipt, stop), daemon=True)
                 worker.start()
                 self._threads.append(worker)
@@ -71,14 +81,84 @@ class ReferenceEngine:
             turn["lang"],
             turn["text"],
         )
-        if stop.wait(self.turn_seconds):
-            return  # stopped mid-turn: the message comes back after its visibility timeout
+        said = turn["text"]  # what the engine reads at this step: the turn, then what it takes between the steps
         try:
-            state = self._reader.end(turn, receipt)
+            for step in (1, 2):
+                if ASKS_FOR_APPROVAL in said.lower():
+                    if self._approved(turn, receipt, said.splitlines()[-1][:200], step, stop) is None:
+                        return  # stopped while waiting: the turn stays suspended at Herald
+                    receipt = ""  # let go of while it waited
+                if stop.wait(self.turn_seconds / 2):
+                    return  # stopped mid-turn: the message comes back after its visibility timeout
+                said = self._take_pending(turn) if step == 1 else ""
+            state = self._finish(turn, receipt)
         except (HeraldError, httpx.HTTPError) as error:
-            log.warning("finishing turn %s: %s", turn["turn_id"], error)
+            log.warning("turn %s: %s", turn["turn_id"], error)
             return
         log.info("turn %s finished; agent now %s (%s)", turn["turn_id"], state["state"], state["turn_id"] or "-")
+
+    def _approved(
+        self, turn: dict[str, Any], receipt: str, question: str, step: int, stop: threading.Event
+    ) -> dict[str, Any] | None:
+        """Ask, let go of the turn's queue message (if it still holds it), and wait until told the decision (None:
+        stopped first)."""
+        approval_id = f"ap-{turn['turn_id'].removeprefix('turn_')[:16]}-{step}"
+        asked = self._herald.request_approval(
+            turn["session_id"],
+            turn["agent"],
+            turn["turn_id"],
+            {
+                "approval_id": approval_id,
+                "user_id": APPROVER,
+                "text": f"May I go on with: {question}",
+                "expire_in_s": 600,
+            },
+        )
+        if receipt:
+            self._reader.ack(receipt)
+        log.info(
+            "turn %s waits: asked %s for approval %s (confirm %s)",
+            turn["turn_id"],
+            APPROVER,
+            approval_id,
+            asked["confirm_id"],
+        )
+        with self._told:
+            while approval_id not in self._decisions:
+                if stop.is_set():
+                    return None
+                self._told.wait(0.5)
+            decision = self._decisions.pop(approval_id)
+        log.info(
+            "turn %s resumed: approval %s %s by %s",
+            turn["turn_id"],
+            approval_id,
+            decision["decision"],
+            decision["decided_by"],
+        )
+        return decision
+
+    def _decided(self, decision: dict[str, Any], receipt: str) -> None:
+        log.info("told: approval %s of turn %s %s", decision["approval_id"], decision["turn_id"], decision["decision"])
+        with self._told:
+            self._decisions[decision["approval_id"]] = decision
+            self._told.notify_all()
+        self._reader.ack(receipt)
+
+    def _take_pending(self, turn: dict[str, Any]) -> str:
+        """Between the two steps: what was sent to the agent meanwhile joins this turn (its text: "" for none)."""
+        taken = self._herald.take_pending(turn["session_id"], turn["agent"], turn["turn_id"], app_code=turn["app_code"])
+        if not taken["message_ids"]:
+            return ""
+        log.info("turn %s took %d waiting message(s):\n%s", turn["turn_id"], len(taken["message_ids"]), taken["text"])
+        return str(taken["text"])
+
+    def _finish(self, turn: dict[str, Any], receipt: str) -> dict[str, Any]:
+        if receipt:
+            return self._reader.end(turn, receipt)
+        return self._herald.turn(
+            turn["session_id"], turn["agent"], turn["turn_id"], "finish", app_code=turn["app_code"]
+        )
 
     def _open_demo_session(self) -> bool:
         try:

@@ -567,3 +567,47 @@ def test_the_api_reference_tries_a_call_with_the_key_the_page_asks_for_and_shows
     assert f'"service_id": "{service}"' in answer
     fields = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "[id='inbox.record'] table td code")]
     assert "title" in fields and "payload" in fields  # the body's fields, as a table
+
+
+def test_sessions_an_agents_approval_is_shown_pending_then_decided_by_whom_after_its_card_is_accepted_in_the_im(
+    cloud: LocalCloudProcess, console: str, browser: WebDriver
+) -> None:
+    session, member = f"s-{secrets.token_hex(3)}", new_user()
+    engine = service_key(cloud, f"engine-{secrets.token_hex(3)}", "/internal/v1/sessions")
+    body = {"members": {member: "developer"}, "agents": ["po"], "status": "active"}
+    assert httpx.put(f"{cloud.http_url}/internal/v1/sessions/{session}", json=body, headers=engine).is_success
+    as_member = {"Authorization": f"Bearer {make_token(member)}"}
+    posted = httpx.post(
+        f"{cloud.http_url}/api/v1/sessions/{session}/agents/po/messages", json={"text": "ship"}, headers=as_member
+    )
+    assert posted.status_code == 202, posted.text
+    events = httpx.get(f"{cloud.http_url}/api/v1/sessions/{session}/events", headers=as_member).json()["data"]
+    (turn,) = [e["data"]["turn_id"] for e in events["events"] if e["type"] == "turn.started"]
+    asked = httpx.post(
+        f"{cloud.http_url}/internal/v1/sessions/{session}/agents/po/turns/{turn}/approvals",
+        json={"approval_id": "ap-1", "user_id": member, "text": "Ship build 7?"},
+        headers=engine,
+    )
+    assert asked.status_code == 201, asked.text
+
+    def show_the_session() -> None:
+        panel(browser, console, "sessions")
+        fill(browser, "session-id", session)
+        fill(browser, "session-user", member)
+        browser.find_element(By.CSS_SELECTOR, "#sessions-form button[type=submit]").click()
+
+    show_the_session()
+
+    def approval() -> str:
+        return str(browser.find_element(By.CSS_SELECTOR, '#session-approvals li[data-approval="ap-1"]').text)
+
+    until(lambda: f"asked {member}" in approval() and "pending" in approval(), what="the pending approval")
+    panel(browser, console, "im")
+    fill(browser, "im-a", "po")
+    fill(browser, "im-b", member)
+    card: WebElement = until(lambda: browser.find_element(By.CSS_SELECTOR, "li.confirm"), what="the approval card")
+    assert "Ship build 7?" in card.text
+    click(lambda: card.find_element(By.CSS_SELECTOR, 'button[data-action="accept"]'), what="Approve")
+    until(lambda: browser.find_element(By.CSS_SELECTOR, "li.confirm.done"), what="the greyed approval card")
+    show_the_session()
+    until(lambda: f"approved by {member}" in approval(), what="the decision, by whom")

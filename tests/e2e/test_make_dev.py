@@ -1,5 +1,6 @@
 """`make dev`, as a newcomer runs it: health answers, the WebSocket takes a token, the console and the sample
-owner service answer, the reference agent engine merges messages sent during a turn into the next one; Ctrl-C,
+owner service answer, the reference agent engine takes messages sent during a turn into it between its steps and
+waits for an approval it asks for, resuming on the member's accept; Ctrl-C,
 a SIGINT to make alone or a SIGTERM stops every part with one line each and no traceback; the log is not
 flooded by the console's polls; what it holds is kept across restarts unless FRESH=1."""
 
@@ -28,7 +29,9 @@ from tests.support.waiting import eventually
 pytestmark = pytest.mark.e2e
 
 
-def watch_the_reference_engine_merge_a_queue(http_url: str) -> None:
+def watch_the_reference_engine_take_a_queue_and_wait_for_an_approval(http_url: str, im_url: str) -> None:
+    """Messages sent during the turn's first step are taken into it between its steps, merged; a message asking
+    for an approval makes the engine ask 10002, whose accept (through the confirm in the fake IM) resumes it."""
     member = httpx.Client(base_url=http_url, headers={"Authorization": f"Bearer {make_token('10002')}"})
     messages = "/api/v1/sessions/demo/agents/assistant/messages"
 
@@ -41,13 +44,32 @@ def watch_the_reference_engine_merge_a_queue(http_url: str) -> None:
     queued = [member.post(messages, json={"text": text}).json()["data"] for text in ("and", "more")]
     assert [q["delivery"] for q in queued] == ["queued", "queued"]
 
-    def merged_and_finished() -> None:
-        events = member.get("/api/v1/sessions/demo/events").json()["data"]["events"]
-        started = [e["data"] for e in events if e["type"] == "turn.started"]
-        assert [s["message_ids"] for s in started][1:] == [[q["message_id"] for q in queued]]
-        assert [e["type"] for e in events].count("turn.finished") == 2
+    def events() -> list[dict[str, Any]]:
+        return member.get("/api/v1/sessions/demo/events").json()["data"]["events"]  # type: ignore[no-any-return]
 
-    eventually(merged_and_finished, timeout=30)
+    def taken_and_finished() -> None:
+        taken = [e["data"] for e in events() if e["type"] == "chat.message_delivered" and e["data"].get("taken")]
+        assert [t["message_ids"] for t in taken] == [[q["message_id"] for q in queued]]
+        assert [e["type"] for e in events()].count("turn.finished") == 1
+
+    eventually(taken_and_finished, timeout=30)
+    assert member.post(messages, json={"text": "please approve the release"}).json()["data"]["delivery"] == "started"
+
+    def asked() -> str:
+        pushes = [m for m in httpx.get(f"{im_url}/__fake/messages").json() if m["data"]["type"] == "im_confirm"]
+        assert [p["data"]["business_type"] for p in pushes] == ["agent_approval"]
+        return str(pushes[0]["data"]["confirm_id"])
+
+    confirm_id = eventually(asked, timeout=30)
+    accepted = member.post(f"/api/v1/message/action-confirms/{confirm_id}/accept", json={"command_id": "tap"})
+    assert accepted.status_code == 200, accepted.text
+    eventually(lambda: _count(events(), "turn.finished", 2), timeout=30)
+    kinds = [e["type"] for e in events()]
+    assert kinds.count("approval.decided") == 1 and kinds.index("turn.resumed") < len(kinds) - 1
+
+
+def _count(events: list[dict[str, Any]], kind: str, expected: int) -> None:
+    assert [e["type"] for e in events].count(kind) == expected
 
 
 STOP_LINES = (
@@ -108,7 +130,8 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
         assert httpx.get(f"http://127.0.0.1:{console_port}/console/config").json()["local"] is True
         group = eventually(lambda: httpx.get(f"http://127.0.0.1:{owner_port}/groups/night-owls").json())
         assert group["admin"] == "10001"
-        watch_the_reference_engine_merge_a_queue(f"http://127.0.0.1:{http_port}")
+        im_url = f"http://127.0.0.1:{env['HERALD_TENCENT_IM_PORT']}"
+        watch_the_reference_engine_take_a_queue_and_wait_for_an_approval(f"http://127.0.0.1:{http_port}", im_url)
         for _ in range(5):  # what the console polls, and health checks: no log line each
             assert httpx.get(f"http://127.0.0.1:{console_port}/console/operate").status_code == 200
             assert httpx.get(f"http://127.0.0.1:{http_port}/api/v1/health").status_code == 200
@@ -120,8 +143,9 @@ def test_make_dev_serves_health_and_a_websocket_that_accepts_a_token(tmp_path: P
     assert code in (0, -signal.SIGINT), log
     assert_stopped_cleanly(log, "SIGINT")
     assert "HTTP Request:" not in log and "/console/operate" not in log and "/api/v1/health" not in log, log
-    # The newcomer watches the merged turn in the reference engine's log.
-    assert "2 messages arrived while you were working" in (tmp_path / "make-dev.log").read_text()
+    # The newcomer watches, in the reference engine's log, the messages taken merged and the turn resumed.
+    assert "took 2 waiting message(s):\n2 messages arrived while you were working" in log, log
+    assert re.search(r"resumed: approval ap-[0-9a-f]{16}-1 approved by 10002", log), log
     assert not state.exists()
     # A line a person reads for each record, the functions' too: no raw JSON (that is `LOG_FORMAT=json`).
     assert not [line for line in log.splitlines() if line.lstrip().startswith(("{", '"'))], log

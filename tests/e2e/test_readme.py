@@ -31,6 +31,7 @@ NOT_RUN_HERE = {
 TRY_IT = "ALICE=$(.venv/bin/herald token --user 10001)"
 EVENTS = "PARTNER=$(.venv/bin/herald-ops keys create --service scheduler"
 TURNS = "BOB=$(.venv/bin/herald token --user 10002)"
+APPROVAL = "APPROVER=$(.venv/bin/herald token --user 10002)"
 KEYS = "OLD=$(.venv/bin/herald-ops keys create --service reports"
 OWNER_SERVICE = "ADMIN=$(.venv/bin/herald token --user 10001)"
 SDK = "PARTNER=$(.venv/bin/herald-ops keys create --service sdk-demo"
@@ -63,7 +64,10 @@ def make_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def test_the_readme_has_no_command_block_this_test_does_not_run_or_explain() -> None:
-    starts = (TRY_IT, EVENTS, TURNS, KEYS, OWN_PROVIDER, OWNER_SERVICE, SDK, TENANTS, INBOX, OPERATE, STATUS, PAUSE)
+    starts = (
+        *(TRY_IT, EVENTS, TURNS, APPROVAL, KEYS, OWN_PROVIDER, OWNER_SERVICE),
+        *(SDK, TENANTS, INBOX, OPERATE, STATUS, PAUSE),
+    )
     unknown = [first for first in BLOCKS if first not in NOT_RUN_HERE and not first.startswith(starts)]
     assert unknown == []
     assert all(block(start) for start in starts)  # each known block is there, once
@@ -173,6 +177,16 @@ def test_agent_turn_queue_as_written(make_dev: None) -> None:
     deliveries = [a["data"]["delivery"] for a in answers[:3]]
     assert deliveries[0] in ("started", "queued") and deliveries[1:] == ["queued", "queued"], output
     assert answers[3]["data"]["events"]
+
+
+def test_an_agents_approval_as_written(make_dev: None) -> None:
+    output = run_block(block(APPROVAL))
+    values = json_values(output)
+    posted, accepted = [v for v in values if "code" in v]  # the API's answers
+    (update,) = [v for v in values if "msg_key" in v]  # what the fake Tencent IM received
+    assert posted["data"]["delivery"] in ("started", "queued"), output  # it starts a turn, or joins the running one
+    assert accepted["data"]["status"] == "accepted" and accepted["data"]["business_type"] == "agent_approval"
+    assert update["data"]["status"] == "accepted" and update["data"]["confirm_id"] == accepted["data"]["confirm_id"]
 
 
 def test_service_keys_as_written(make_dev: None) -> None:

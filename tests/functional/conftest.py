@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -9,16 +10,21 @@ from moto import mock_aws
 
 from herald.api.app import create_app
 from herald.auth.dynamo import DynamoServiceKeyStore
+from herald.auth.models import Principal
 from herald.auth.service_keys import ServiceKeys
 from herald.container import current
+from herald.realtime.service import Realtime
+from herald.realtime.wiring import realtime as realtime_part
 from herald.settings import Secret
 from herald_dev import moto_patches
 from herald_dev.fakes.feishu import FakeFeishu
 from herald_dev.fakes.tencent_im import FakeTencentIm
-from tests.support.aws import create_stack
+from tests.support.aws import create_stack, load_function
 from tests.support.container import reconfigure
 from tests.support.events import EventsPipeline
-from tests.support.pipeline import ConfirmPipeline
+from tests.support.fakes import InMemoryConnectionRegistry, InMemoryPusher, InMemoryUserAdmission
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.pipeline import ConfirmPipeline, StreamTap
 from tests.support.turns import TurnsHarness
 
 
@@ -110,3 +116,30 @@ def turns(api: TestClient, aws: StackTemplate, service_keys: ServiceKeys) -> Tur
     reconfigure(turns_queue_url=aws.resolve({"Ref": "TurnsQueue"}))
     key, _ = service_keys.create_key("agent-engine", ["/internal/v1/sessions"])
     return TurnsHarness(api, aws, key)
+
+
+@pytest.fixture
+def pushes(aws: StackTemplate) -> InMemoryPusher:
+    """WebSocket pushes, recorded: user 10002 is connected twice (`mine-1`, `mine-2`), 10003 once (`theirs`)."""
+    registry, pusher = InMemoryConnectionRegistry(), InMemoryPusher()
+    realtime = Realtime(registry, pusher, ttl_seconds=60, admission=InMemoryUserAdmission(), admit=lambda _: None)
+    realtime.connect("mine-1", Principal("10002", "lalu"))
+    realtime.connect("mine-2", Principal("10002", "lalu"))
+    realtime.connect("theirs", Principal("10003", "lalu"))
+    current().override(realtime_part, realtime)
+    return pusher
+
+
+@pytest.fixture
+def inbox_outbox(aws: StackTemplate) -> Any:
+    """The inbox table's stream to its outbox function, pumped by the test: the records it gave."""
+    tap = StreamTap(aws.get_att("InboxTable", "StreamArn"))
+    handler = load_function("inbox_outbox").handler
+
+    def pump() -> list[dict[str, Any]]:
+        records = tap.read()
+        if records:
+            handler({"Records": records}, FakeLambdaContext())
+        return records
+
+    return pump

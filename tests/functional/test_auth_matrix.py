@@ -79,6 +79,11 @@ BODIES: dict[tuple[str, str], Any] = {
     },
     ("POST", "/api/v1/sessions/{session_id}/agents/{agent}/messages"): {"text": "hi"},
     **ROUTE_BODIES,
+    ("POST", "/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/approvals"): {
+        "approval_id": "ap-1",
+        "user_id": OWNER,
+        "text": "SECRET-QUESTION",
+    },
     ("PUT", "/internal/v1/sessions/{session_id}"): {
         "app_code": "lalu",
         "members": {OWNER: "developer"},
@@ -136,6 +141,7 @@ def world(
         "message_id": message.json()["data"]["message_id"],
         "turn_id": "turn_0123456789abcdef0123456789abcdef",
         "step": "finish",
+        "approval_id": "ap-1",
         "business_type": "group_join",
         "event_id": "evt-1",
     }

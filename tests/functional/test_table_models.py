@@ -24,7 +24,7 @@ from herald.invitations.dynamo import ClaimRow, GrantRow, InvitationRow
 from herald.limits.dynamo import BucketRow, WindowRow
 from herald.realtime.dynamo import ConnectionRow
 from herald.tenants.dynamo import TenantRow
-from herald.turns.dynamo import AgentRow, EventRow, MessageRow, SessionRow
+from herald.turns.rows import AgentRow, ApprovalRow, EventRow, MessageRow, SessionRow
 
 MODELS: dict[str, list[type[Model]]] = {
     "ServiceKeysTable": [ServiceKeyRow],
@@ -36,7 +36,7 @@ MODELS: dict[str, list[type[Model]]] = {
     "OwnersTable": [RegistrationRow],
     "TenantsTable": [TenantRow],
     "DeliveriesTable": [DeliveryRow],
-    "TurnsTable": [SessionRow, AgentRow, MessageRow, EventRow],
+    "TurnsTable": [SessionRow, AgentRow, ApprovalRow, MessageRow, EventRow],
     "ExternalEventsTable": [JobRow, HeadRow, EventRecordRow, CardRow],
     "HoldsTable": [HeldRow, PauseRow],
     "AuditTable": [AuditRow],

@@ -110,16 +110,20 @@ def test_outbox_died_after_the_finish_commit_a_fresh_process_hands_the_turn_over
     assert turns.turns() == []
 
     reconfigure(turns_janitor_grace_seconds=0)  # a fresh process: nothing in memory, only DynamoDB
-    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 1, "delivered": 0}
+    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 1, "delivered": 0, "told": 0}
     (turn,) = turns.turns()
     assert turn["message_ids"] == ids
-    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 0, "delivered": 0}  # recorded as handed over
+    assert turns.janitor({}, FakeLambdaContext()) == {
+        "redispatched": 0,
+        "delivered": 0,
+        "told": 0,
+    }  # recorded as handed over
 
 
 def test_janitor_leaves_turns_the_outbox_is_still_within_its_grace_for(turns: TurnsHarness) -> None:
     started(turns, "s1")
     turns.post("alice", "waits", session_id="s1")
-    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 0, "delivered": 0}
+    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 0, "delivered": 0, "told": 0}
 
 
 def test_outbox_crash_between_sending_and_recording_sends_once_within_the_dedup_window(turns: TurnsHarness) -> None:
@@ -160,16 +164,17 @@ def test_reopen_that_died_before_delivering_is_finished_by_the_janitor(
     store.put_session("lalu", "s1", {"alice": "developer"}, ["po"], SessionStatus.ACTIVE, "agent-engine")
     # ... and the process died before delivering. A fresh one:
     reconfigure(turns_janitor_grace_seconds=0)
-    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 0, "delivered": 1}
+    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 0, "delivered": 1, "told": 0}
     (turn,) = turns.next_turns()
     assert turn["message_ids"] == [waiting]
-    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 0, "delivered": 0}
+    assert turns.janitor({}, FakeLambdaContext()) == {"redispatched": 0, "delivered": 0, "told": 0}
 
 
 def test_engine_may_read_a_turn_from_its_queue_message_alone(turns: TurnsHarness) -> None:
     assert turns.session().status_code == 200
     turns.post("alice", "hello", lang="pt")
     (message,) = turns.next_turns()
+    assert message.pop("type") == "turn"
     assert Turn.from_message(message).to_message() == message
     assert set(message) == {"app_code", "session_id", "agent", "turn_id", "text", "lang", "message_ids"}
 

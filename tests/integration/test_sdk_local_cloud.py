@@ -155,6 +155,10 @@ def test_every_operation_through_the_sdk(cloud: LocalCloudProcess, recorder: Rec
     third = as_bob.send(session, "po", "third")
     taken = service.take_pending(session, "po", turn["turn_id"])  # between two steps of the turn
     assert taken["message_ids"] == [third["message_id"]] and taken["text"] == "third"
+    approval_id = f"ap-{suffix}"
+    ask = {"approval_id": approval_id, "user_id": bob, "text": "Ship it?", "expire_in_s": 600}
+    assert service.request_approval(session, "po", turn["turn_id"], ask)["status"] == "pending"
+    assert service.cancel_approval(session, "po", turn["turn_id"], approval_id)["status"] == "cancelled"
     assert reader.end(turn, receipt)["state"] == "idle"
     types = [e["type"] for e in as_bob.session_events(session)["events"]]
     assert "chat.message_cancelled" in types and "turn.finished" in types

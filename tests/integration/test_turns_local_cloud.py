@@ -44,17 +44,23 @@ class Engine:
         assert self.http.put(f"/internal/v1/sessions/{session_id}", json=body).status_code == 200
         return session_id
 
+    def drain(self) -> None:
+        """What the queue holds now, kept by session (turns, and approvals' decisions)."""
+        response = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        for message in response.get("Messages", []):
+            body = json.loads(message["Body"])
+            self.taken[body["session_id"]].append(body)
+            self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+
     def next_turn(self, session_id: str) -> dict[str, Any]:
         """The session's next turn from the queue (turns of other sessions are kept for them)."""
 
         def arrived() -> dict[str, Any]:
-            response = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
-            for message in response.get("Messages", []):
-                turn = json.loads(message["Body"])
-                self.taken[turn["session_id"]].append(turn)
-                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
-            assert self.taken[session_id], "no turn yet"
-            return self.taken[session_id].pop(0)
+            self.drain()
+            turns = [m for m in self.taken[session_id] if m["type"] == "turn"]
+            assert turns, "no turn yet"
+            self.taken[session_id].remove(turns[0])
+            return turns[0]
 
         return eventually(arrived, timeout=30)
 

@@ -24,7 +24,9 @@ from herald.tenants.models import Tenant, TenantRules
 from herald.tenants.service import Tenants
 from herald.turns.models import (
     AgentTurns,
+    Approval,
     Change,
+    Due,
     Message,
     Session,
     SessionEvent,
@@ -150,6 +152,7 @@ class InMemoryTurnStore:
         self.agents: dict[tuple[str, str, str], AgentTurns] = {}
         self.messages: dict[tuple[str, str, str], Message] = {}
         self.log: dict[tuple[str, str], list[SessionEvent]] = {}
+        self.approvals: dict[tuple[str, str, str], Approval] = {}
         self.dispatched: list[str] = []
         self.before_commit: list[Callable[[], object]] = []
         self.commits = 0
@@ -188,6 +191,9 @@ class InMemoryTurnStore:
     def message(self, app_code: str, session_id: str, message_id: str) -> Message | None:
         return self.messages.get((app_code, session_id, message_id))
 
+    def approval(self, app_code: str, session_id: str, approval_id: str) -> Approval | None:
+        return self.approvals.get((app_code, session_id, approval_id))
+
     def commit(self, change: Change, at_ms: int) -> list[SessionEvent]:
         while self.before_commit:
             self.before_commit.pop(0)()
@@ -197,6 +203,13 @@ class InMemoryTurnStore:
         read = (session.revision, session.next_seq, before.version)
         if (stored.revision, stored.next_seq, current.version) != read:
             raise StaleRead(f"session {session.session_id} changed")
+        approval_key = change.approval and (session.app_code, session.session_id, change.approval.approval_id)
+        if approval_key:
+            stored_approval = self.approvals.get(approval_key)
+            if (stored_approval and stored_approval.version) != (
+                change.approval_before and change.approval_before.version
+            ):
+                raise StaleRead(f"approval {approval_key[2]} changed")
         events = [
             SessionEvent(session.next_seq + n, entry.type, at_ms, entry.actor, entry.data)
             for n, entry in enumerate(change.entries, start=1)
@@ -210,6 +223,9 @@ class InMemoryTurnStore:
         if change.message is not None:
             message = change.message
             self.messages[(message.app_code, message.session_id, message.message_id)] = message
+        if change.approval is not None and approval_key:
+            version = change.approval_before.version + 1 if change.approval_before else 1
+            self.approvals[approval_key] = dataclasses.replace(change.approval, version=version)
         self.log.setdefault((session.app_code, session.session_id), []).extend(events)
         self.commits += 1
         return events
@@ -226,8 +242,21 @@ class InMemoryTurnStore:
             )
             self.dispatched.append(turn.turn_id)
 
-    def due(self, before_ms: int, limit: int) -> list[tuple[str, str, str | None]]:
-        due: list[tuple[str, str, str | None]] = [key for key, turns in self.agents.items() if turns.undispatched]
+    def mark_told(self, approval: Approval) -> None:
+        key = (approval.app_code, approval.session_id, approval.approval_id)
+        stored = self.approvals.get(key)
+        if stored is not None and (stored.version, stored.status) == (approval.version, approval.status):
+            self.approvals[key] = dataclasses.replace(stored, told=True, version=stored.version + 1)
+
+    def due(self, before_ms: int, limit: int) -> list[Due]:
+        due = [
+            Due(app, session, agent=agent) for (app, session, agent), turns in self.agents.items() if turns.undispatched
+        ]
+        due += [
+            Due(app, session, approval_id=approval_id)
+            for (app, session, approval_id), a in self.approvals.items()
+            if a.untold
+        ]
         return due[:limit]
 
     def delivered_reopened(self, app_code: str, session_id: str) -> None:

@@ -17,7 +17,10 @@ from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap
 from tests.support.tokens import make_token
 
-TURN_SCHEMA = json.loads((REPO / "events" / "turns" / "turn.schema.json").read_text())
+SCHEMAS = {
+    "turn": json.loads((REPO / "events" / "turns" / "turn.schema.json").read_text()),
+    "approval.decided": json.loads((REPO / "events" / "turns" / "approval-decided.schema.json").read_text()),
+}
 
 
 class TurnsHarness:
@@ -29,6 +32,7 @@ class TurnsHarness:
         self.janitor = load_function("turns_janitor").handler
         self.queue_url = stack.resolve({"Ref": "TurnsQueue"})
         self.sqs = boto3.client("sqs")
+        self.decisions: list[dict[str, Any]] = []  # approval.decided messages read off the engine's queue
 
     # ------------------------------------------------------------------ the engine
     def session(
@@ -64,7 +68,8 @@ class TurnsHarness:
         return len(records)
 
     def turns(self) -> list[dict[str, Any]]:
-        """Every turn waiting in the engine's queue, taken off it, in order."""
+        """Every turn waiting in the engine's queue, taken off it, in order (approvals' decisions are kept in
+        `decisions`)."""
         taken: list[dict[str, Any]] = []
         while True:
             messages = self.sqs.receive_message(
@@ -74,12 +79,12 @@ class TurnsHarness:
                 return taken
             for message in messages:
                 turn = json.loads(message["Body"])
-                jsonschema.validate(turn, TURN_SCHEMA)  # what the engine is promised (events/turns)
+                jsonschema.validate(turn, SCHEMAS[turn["type"]])  # what the engine is promised (events/turns)
                 assert (
                     message["Attributes"]["MessageGroupId"]
                     == f"{turn['app_code']}/{turn['session_id']}/{turn['agent']}"
                 )
-                taken.append(turn)
+                (taken if turn["type"] == "turn" else self.decisions).append(turn)
                 self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
 
     def next_turns(self) -> list[dict[str, Any]]:

@@ -19,11 +19,17 @@ ALICE = Principal("10001", "lalu")
 
 
 class Queue:
+    """The engine's queue, recorded: the turns handed over and the approvals' decisions told."""
+
     def __init__(self) -> None:
         self.turns: list[Any] = []
+        self.told: list[Any] = []
 
     def publish(self, turn: Any) -> None:
         self.turns.append(turn)
+
+    def tell(self, approval: Any) -> None:
+        self.told.append(approval)
 
 
 @pytest.fixture

@@ -52,9 +52,9 @@ def test_a_commit_moves_the_turn_only_along_the_diagram(before: TurnState, after
     turns = AgentTurns("lalu", "s1", "bot", state=before, version=1)
     change = Change(SESSION, turns, replace(turns, state=after), ())
     if after is before or after in TURN_TRANSITIONS[before]:
-        service._commit(change)
+        service.commit(change)
         assert store.commits == [change]
     else:
         with pytest.raises(RuntimeError, match="cannot go from"):
-            service._commit(change)
+            service.commit(change)
         assert store.commits == []

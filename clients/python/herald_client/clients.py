@@ -207,6 +207,18 @@ class ServiceClient:
         path = f"/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/pending"
         return self._t.call("POST", path, params={"app_code": app_code} if app_code else self._app)
 
+    def request_approval(self, session_id: str, agent: str, turn_id: str, approval: dict[str, Any]) -> Json:
+        """Ask a member (`approval`: approval_id, user_id, text, actions?, expire_in_s?); the turn waits for the
+        answer, which arrives on the turn queue as `approval.decided`."""
+        path = f"/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/approvals"
+        return self._t.call("POST", path, json={**self._app, **approval})
+
+    def cancel_approval(
+        self, session_id: str, agent: str, turn_id: str, approval_id: str, app_code: str | None = None
+    ) -> Json:
+        path = f"/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/approvals/{approval_id}/cancel"
+        return self._t.call("POST", path, params={"app_code": app_code} if app_code else self._app)
+
 
 # Every operation of events/openapi.json and the SDK method that calls it (tests/unit/test_sdk.py holds them equal).
 OPERATIONS: dict[str, Callable[..., Any]] = {
@@ -247,4 +259,6 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "turns.putSession": ServiceClient.put_session,
     "turns.turnStep": ServiceClient.turn,
     "turns.takePending": ServiceClient.take_pending,
+    "approvals.request": ServiceClient.request_approval,
+    "approvals.cancel": ServiceClient.cancel_approval,
 }

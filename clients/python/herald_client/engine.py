@@ -19,7 +19,8 @@ class TurnReader:
         self._visibility_s = visibility_s
 
     def turns(self, wait_s: int = 1) -> Iterator[tuple[dict[str, Any], str]]:
-        """The turns waiting now: each with its receipt, for `done` once the engine has ended it."""
+        """The turn queue's messages waiting now, each with its receipt: turns (`"type": "turn"`), for `end` once the
+        engine has ended them, and approvals' decisions (`"type": "approval.decided"`), to delete once read."""
         messages = self._sqs.receive_message(
             QueueUrl=self._queue_url,
             MaxNumberOfMessages=10,
@@ -28,6 +29,11 @@ class TurnReader:
         ).get("Messages", [])
         for message in messages:
             yield json.loads(message["Body"]), message["ReceiptHandle"]
+
+    def ack(self, receipt: str) -> None:
+        """Take a message off the queue without a step: an approval's decision once read, or a turn that now waits
+        for an approval (its decision comes after it in the same message group, so the turn must not hold it)."""
+        self._sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=receipt)
 
     def end(self, turn: dict[str, Any], receipt: str, step: Step = "finish") -> dict[str, Any]:
         """Finish (or suspend) the turn at Herald, then take it off the queue; a repeated finish is answered."""

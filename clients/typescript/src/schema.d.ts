@@ -558,6 +558,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask a member to approve: the turn waits until the member decides, it expires or the engine cancels */
+        post: operations["approvals.request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/approvals/{approval_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Withdraw a pending approval: the turn runs on, decided `cancelled` */
+        post: operations["approvals.cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/pending": {
         parameters: {
             query?: never;
@@ -669,6 +703,81 @@ export interface components {
              * @enum {string}
              */
             style: "primary" | "secondary" | "danger";
+        };
+        /** ApprovalButtonIn */
+        ApprovalButtonIn: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "accept" | "reject";
+            /** Label */
+            label: string;
+            /**
+             * Style
+             * @default secondary
+             * @enum {string}
+             */
+            style: "primary" | "secondary" | "danger";
+        };
+        /** ApprovalIn */
+        ApprovalIn: {
+            /**
+             * Actions
+             * @description the buttons (default: Reject, Accept)
+             */
+            actions?: components["schemas"]["ApprovalButtonIn"][] | null;
+            /**
+             * App Code
+             * @description the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403)
+             */
+            app_code?: string | null;
+            /**
+             * Approval Id
+             * @description the engine's id for it, unique in the session
+             */
+            approval_id: string;
+            /**
+             * Expire In S
+             * @description then it is decided `expired`
+             * @default 86400
+             */
+            expire_in_s: number;
+            /**
+             * Text
+             * @description the question, as the person's IM shows it
+             */
+            text: string;
+            /**
+             * User Id
+             * @description the member asked: a role that may talk to agents
+             */
+            user_id: string;
+        };
+        /** ApprovalOut */
+        ApprovalOut: {
+            /** Approval Id */
+            approval_id: string;
+            /**
+             * Confirm Id
+             * @description the confirm in the person's IM (contract §1, business type agent_approval)
+             */
+            confirm_id: string;
+            /** Decided At Ms */
+            decided_at_ms?: number | null;
+            /** Decided By */
+            decided_by?: string | null;
+            /** Expire At Ms */
+            expire_at_ms: number;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+            /** Turn Id */
+            turn_id: string;
+            /** User Id */
+            user_id: string;
         };
         /** AttemptOut */
         AttemptOut: {
@@ -886,6 +995,22 @@ export interface components {
              */
             code: string;
             data: components["schemas"]["AcceptedOut"];
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Request Id */
+            request_id: string;
+        };
+        /** Envelope[ApprovalOut] */
+        Envelope_ApprovalOut_: {
+            /**
+             * Code
+             * @default OK
+             */
+            code: string;
+            data: components["schemas"]["ApprovalOut"];
             /**
              * Message
              * @default
@@ -5224,6 +5349,235 @@ export interface operations {
             };
             /** @description PAYLOAD_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "approvals.request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+                agent: string;
+                turn_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "actions": [
+                 *         {
+                 *           "action": "reject",
+                 *           "label": "Not now",
+                 *           "style": "secondary"
+                 *         },
+                 *         {
+                 *           "action": "accept",
+                 *           "label": "Deploy",
+                 *           "style": "danger"
+                 *         }
+                 *       ],
+                 *       "app_code": "lalu",
+                 *       "approval_id": "deploy-prod-1",
+                 *       "expire_in_s": 3600,
+                 *       "text": "Deploy build 512 to production?",
+                 *       "user_id": "10001"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ApprovalIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_ApprovalOut_"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "approvals.cancel": {
+        parameters: {
+            query?: {
+                /** @description the tenant; optional when the key acts for exactly one (a key acts only for its own tenants: 403) */
+                app_code?: string | null;
+            };
+            header?: never;
+            path: {
+                session_id: string;
+                agent: string;
+                turn_id: string;
+                approval_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "OK",
+                     *       "data": {
+                     *         "approval_id": "deploy-prod-1",
+                     *         "confirm_id": "cfm_8d0c2b6a4f1e4a7e9b3c5d7f9a1b3c5d",
+                     *         "decided_at_ms": 1767226020000,
+                     *         "decided_by": "engine",
+                     *         "expire_at_ms": 1767229200000,
+                     *         "status": "cancelled",
+                     *         "turn_id": "turn_3f1c",
+                     *         "user_id": "10001"
+                     *       },
+                     *       "message": "",
+                     *       "request_id": "5f0c2d6e9a7b4c1d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_ApprovalOut_"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

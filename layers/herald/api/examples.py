@@ -246,6 +246,40 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
             "lang": "en",
         },
     ),
+    "approvals.request": (
+        {
+            "app_code": "lalu",
+            "approval_id": "deploy-prod-1",
+            "user_id": "10001",
+            "text": "Deploy build 512 to production?",
+            "actions": [
+                {"action": "reject", "label": "Not now", "style": "secondary"},
+                {"action": "accept", "label": "Deploy", "style": "danger"},
+            ],
+            "expire_in_s": 3600,
+        },
+        {
+            "approval_id": "deploy-prod-1",
+            "confirm_id": "cfm_8d0c2b6a4f1e4a7e9b3c5d7f9a1b3c5d",
+            "turn_id": "turn_3f1c",
+            "user_id": "10001",
+            "status": "pending",
+            "expire_at_ms": 1767229200000,
+        },
+    ),
+    "approvals.cancel": (
+        None,
+        {
+            "approval_id": "deploy-prod-1",
+            "confirm_id": "cfm_8d0c2b6a4f1e4a7e9b3c5d7f9a1b3c5d",
+            "turn_id": "turn_3f1c",
+            "user_id": "10001",
+            "status": "cancelled",
+            "expire_at_ms": 1767229200000,
+            "decided_by": "engine",
+            "decided_at_ms": 1767226020000,
+        },
+    ),
     "turns.turnStep": (
         None,
         {"session_id": "s-42", "agent": "po", "state": "idle", "turn_id": None, "pending": 0},

@@ -38,7 +38,8 @@ ROUTE_GROUPS = (
     RouteGroup(("/events/external",), ("herald.events.webhooks.routes:router", "herald.events.routes:router")),
     RouteGroup(
         ("/api/v1/sessions", "/internal/v1/sessions"),
-        ("herald.turns.routes:router", "herald.turns.routes:engine_router"),
+        # the approval routes before the turn steps, whose `{step}` would take `approvals` for one
+        ("herald.turns.routes:router", "herald.confirms.approvals.routes:router", "herald.turns.routes:engine_router"),
     ),
 )
 

@@ -132,6 +132,7 @@ class ConfirmDraft:
     expire_at_ms: int
     payload: dict[str, Any] = field(default_factory=dict)
     buttons: tuple[Button, ...] = DEFAULT_BUTTONS
+    confirm_id: str = ""  # chosen by the business when it answers with it before the confirm exists (else new)
 
 
 class OwnerState(StrEnum):

@@ -130,7 +130,7 @@ class Confirms:
         now = self._clock()
         return Confirm(
             app_code=draft.app_code,
-            confirm_id=new_id("cfm"),
+            confirm_id=draft.confirm_id or new_id("cfm"),
             business_type=draft.business_type,
             business_subtype=draft.business_subtype,
             business_id=draft.business_id,

@@ -30,13 +30,17 @@ def confirm_store(c: Container) -> DynamoConfirmStore:
 
 @part
 def business_registry(c: Container) -> BusinessRegistry:
-    """Role invitations in this process; every other business type is a registered owner service."""
-    from herald.confirms.businesses import BusinessRegistry
+    """Role invitations and agents' approvals in this process; every other business type is a registered owner
+    service."""
+    from herald.confirms.approvals.business import AgentApprovalBusiness
+    from herald.confirms.businesses import BusinessHandler, BusinessRegistry
     from herald.confirms.owners.wiring import registered_owners
     from herald.confirms.role_invitation import RoleInvitationBusiness
     from herald.invitations.wiring import invitations
+    from herald.turns.wiring import approvals
 
-    return BusinessRegistry([RoleInvitationBusiness(invitations(c))], owners=registered_owners(c))
+    built_in: list[BusinessHandler] = [RoleInvitationBusiness(invitations(c)), AgentApprovalBusiness(approvals(c))]
+    return BusinessRegistry(built_in, owners=registered_owners(c))
 
 
 @part

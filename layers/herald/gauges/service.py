@@ -10,6 +10,7 @@ from typing import Protocol
 from herald.clock import Clock, now_ms
 from herald.confirms.models import Confirm, Delivery
 from herald.events.jobs import Job, JobStatus
+from herald.turns.models import Due
 
 SCAN_LIMIT = 1000  # counted up to this many of each; an alarm fires long before
 
@@ -27,7 +28,7 @@ class FailedDeliveries(Protocol):
 
 
 class DueTurns(Protocol):
-    def due(self, before_ms: int, limit: int) -> Sequence[tuple[str, str, str | None]]: ...
+    def due(self, before_ms: int, limit: int) -> Sequence[Due]: ...
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from herald.inbox.models import (
 )
 
 NOTIFICATION_ID = re.compile(r"^ntf_[0-9]{13}[0-9a-f]{8}$")
-FIELD = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+FIELD = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")  # an agent session's id may hold '@'
 USER_ID = re.compile(r"^[0-9]{1,20}$")
 SKIPPED_SESSION_TYPES = frozenset({"SUBAGENT", "SIDE_TASK"})
 BOT_CHANNELS = frozenset({"weixin", "feishu"})
@@ -146,7 +146,7 @@ class Inbox:
             raise InvalidArgument("user_id must be a numeric user id")
         for name in ("session_id", "tail"):
             if not FIELD.fullmatch(getattr(incoming, name)):
-                raise InvalidArgument(f"{name} must be 1-128 characters of A-Z a-z 0-9 _ . : -")
+                raise InvalidArgument(f"{name} must be 1-128 characters of A-Z a-z 0-9 _ . : @ -")
         if incoming.channel.lower() in BOT_CHANNELS:
             return "bot_channel"
         if incoming.kind in TASK_KINDS:

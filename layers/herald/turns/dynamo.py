@@ -1,197 +1,53 @@
-"""DynamoDB adapter for the turn queue. One table (`pk`, `sk`), one partition per session of a tenant
-(`pk = SES#<app_code>#<session_id>`: the same session id in two tenants is two sessions):
+"""DynamoDB adapter for the turn queue, on the turns table's rows (`herald.turns.rows`).
 
-* `sk = SESSION` — members, agents, status, the owning service, `revision` (bumped by each engine update)
-  and `next_seq` (the last event sequence given);
-* `sk = AGENT#<agent>` — the agent's turn state, current turn and queue, with a `version`;
-* an agent whose started turn is not yet handed to the engine, and a reopened session whose frozen queues
-  are not yet delivered, carry `due_shard` and `due_at_ms`: the keys of the janitor's sparse GSI `by_due`;
-* `sk = MSG#<message_id>` — the message as sent (who sent it: what cancel checks);
-* `sk = EVT#<seq>` — the session's event log.
-
-Every decision is one transaction: the session's revision and sequence and the agent's version, as read,
-are its conditions. The table's stream is the outbox that hands started turns to the engine's queue.
+Every decision is one transaction: the session's revision and sequence, the agent's version and the approval's
+version, as read, are its conditions. The table's stream is the outbox that hands started turns and approvals'
+decisions to the engine's queue.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pynamodb.attributes import ListAttribute, MapAttribute, UnicodeAttribute
 from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.update import Action
-from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
-from pynamodb.models import Model
 
 from herald.clock import now_ms
-from herald.tables import Cancelled, Database, IntAttribute, Transaction, condition_failed, string_list
+from herald.tables import Cancelled, Database, Transaction, condition_failed
 from herald.turns.models import (
     MAX_EVENT_SEQ,
     AgentTurns,
+    Approval,
     Change,
-    EventType,
+    Due,
     Message,
-    QueuedMessage,
     Session,
     SessionEvent,
     SessionStatus,
     StaleRead,
     Turn,
-    TurnState,
+)
+from herald.turns.rows import (
+    AGENT_ITEM,
+    DUE_SHARDS,
+    SESSION,
+    AgentRow,
+    ApprovalRow,
+    EventRow,
+    MessageRow,
+    SessionRow,
+    agent_sk,
+    approval_sk,
+    due_of,
+    event_sk,
+    message_sk,
+    session_pk,
+    shard_of,
 )
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-    from herald.dynamo import Image
-
-SESSION = "SESSION"
-AGENT_ITEM = "agent"
-EVENT_ITEM = "event"
-DUE_SHARDS = 8  # the janitor's index is spread over this many partition keys
-
-
-class ByDue(GlobalSecondaryIndex[Any]):
-    """Agents whose started turn is not handed over yet, and reopened sessions not yet delivered."""
-
-    class Meta:
-        index_name = "by_due"
-        projection = KeysOnlyProjection()
-
-    due_shard = UnicodeAttribute(hash_key=True)
-    due_at_ms = IntAttribute(range_key=True)
-
-
-class SessionRow(Model):
-    """TurnsTable, a session: `revision` guards engine updates, `next_seq` the event log."""
-
-    pk = UnicodeAttribute(hash_key=True)  # SES#<app>#<session_id>
-    sk = UnicodeAttribute(range_key=True, default=SESSION)
-    session_id = UnicodeAttribute()
-    app_code = UnicodeAttribute()
-    owner_service = UnicodeAttribute(null=True)
-    members: MapAttribute[str, Any] = MapAttribute(null=True)
-    agents = string_list(null=True)
-    status = UnicodeAttribute()
-    revision = IntAttribute(null=True)
-    next_seq = IntAttribute(null=True)
-    due_shard = UnicodeAttribute(null=True)
-    due_at_ms = IntAttribute(null=True)
-    by_due = ByDue()
-
-    def session(self) -> Session:
-        return Session(
-            session_id=self.session_id,
-            app_code=self.app_code,
-            members=self.members.as_dict() if self.members is not None else {},
-            agents=tuple(self.agents or ()),
-            status=SessionStatus(self.status),
-            revision=self.revision or 0,
-            next_seq=self.next_seq or 0,
-            owner_service=self.owner_service or "",
-        )
-
-
-class AgentRow(Model):
-    """TurnsTable, an agent's turns: state, current turn and queue; `version` guards every decision."""
-
-    pk = UnicodeAttribute(hash_key=True)  # SES#<app>#<session_id>
-    sk = UnicodeAttribute(range_key=True)  # AGENT#<agent>
-    item_type = UnicodeAttribute(default=AGENT_ITEM)
-    app_code = UnicodeAttribute()
-    session_id = UnicodeAttribute()
-    agent = UnicodeAttribute()
-    state = UnicodeAttribute()
-    turn: MapAttribute[str, Any] = MapAttribute(null=True)
-    finished_turn_id = UnicodeAttribute(null=True)
-    dispatched_turn_id = UnicodeAttribute(null=True)
-    queue: ListAttribute[Any] = ListAttribute(null=True)
-    version = IntAttribute()
-    due_shard = UnicodeAttribute(null=True)
-    due_at_ms = IntAttribute(null=True)
-    by_due = ByDue()
-
-    def agent_turns(self) -> AgentTurns:
-        return AgentTurns(
-            app_code=self.app_code,
-            session_id=self.session_id,
-            agent=self.agent,
-            state=TurnState(self.state),
-            turn=Turn.from_message(self.turn.as_dict()) if self.turn is not None else None,
-            finished_turn_id=self.finished_turn_id,
-            dispatched_turn_id=self.dispatched_turn_id,
-            queue=tuple(QueuedMessage.from_dict(_plain(m)) for m in self.queue or ()),
-            version=self.version,
-        )
-
-
-class MessageRow(Model):
-    """TurnsTable, a message as sent (who sent it: what cancel checks)."""
-
-    pk = UnicodeAttribute(hash_key=True)  # SES#<app>#<session_id>
-    sk = UnicodeAttribute(range_key=True)  # MSG#<message_id>
-    agent = UnicodeAttribute()
-    sender = UnicodeAttribute()
-    text = UnicodeAttribute()
-    lang = UnicodeAttribute(null=True)
-    sent_at_ms = IntAttribute()
-
-
-class EventRow(Model):
-    """TurnsTable, one entry of a session's event log."""
-
-    pk = UnicodeAttribute(hash_key=True)  # SES#<app>#<session_id>
-    sk = UnicodeAttribute(range_key=True)  # EVT#<seq>
-    item_type = UnicodeAttribute(default=EVENT_ITEM)
-    seq = IntAttribute()
-    type = UnicodeAttribute()
-    at_ms = IntAttribute()
-    actor = UnicodeAttribute()
-    data: MapAttribute[str, Any] = MapAttribute(null=True)
-
-    def event(self) -> SessionEvent:
-        data = self.data.as_dict() if self.data is not None else {}
-        return SessionEvent(self.seq, EventType(self.type), self.at_ms, self.actor, data)
-
-
-def _plain(value: Any) -> Any:
-    """A raw map read from an untyped list, as a plain dict."""
-    return value.as_dict() if isinstance(value, MapAttribute) else value
-
-
-def session_pk(app_code: str, session_id: str) -> str:
-    return f"SES#{app_code}#{session_id}"
-
-
-def agent_sk(agent: str) -> str:
-    return f"AGENT#{agent}"
-
-
-def message_sk(message_id: str) -> str:
-    return f"MSG#{message_id}"
-
-
-def event_sk(seq: int) -> str:
-    return f"EVT#{seq:012d}"
-
-
-def _due_shard(session_id: str) -> str:
-    return f"due#{zlib.crc32(session_id.encode()) % DUE_SHARDS}"
-
-
-def _due_key(pk: str, sk: str) -> tuple[str, str, str | None]:
-    """(tenant, session, agent) from an index entry's keys; the agent is None for a reopened session."""
-    app_code, _, session_id = pk.removeprefix("SES#").partition("#")
-    return app_code, session_id, None if sk == SESSION else sk.removeprefix("AGENT#")
-
-
-def agent_from_image(image: Image) -> AgentTurns | None:
-    """The agent a stream image shows (None for any other item)."""
-    if image.get("item_type", {}).get("S") != AGENT_ITEM:
-        return None
-    return AgentRow.from_raw_data(image).agent_turns()
 
 
 class DynamoTurnStore:
@@ -201,6 +57,7 @@ class DynamoTurnStore:
         self._agents = database.bind(AgentRow, table_name)
         self._messages = database.bind(MessageRow, table_name)
         self._events = database.bind(EventRow, table_name)
+        self._approvals = database.bind(ApprovalRow, table_name)
 
     # ------------------------------------------------------------------ reads
     def session(self, app_code: str, session_id: str) -> Session | None:
@@ -223,6 +80,13 @@ class DynamoTurnStore:
             return None
         return Message(app_code, session_id, row.agent, message_id, row.sender, row.text, row.lang, row.sent_at_ms)
 
+    def approval(self, app_code: str, session_id: str, approval_id: str) -> Approval | None:
+        try:
+            row = self._approvals.get(session_pk(app_code, session_id), approval_sk(approval_id), consistent_read=True)
+        except self._approvals.DoesNotExist:
+            return None
+        return row.approval()
+
     def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
         rows = self._events.query(
             session_pk(app_code, session_id),
@@ -233,13 +97,13 @@ class DynamoTurnStore:
         )
         return [row.event() for row in rows]
 
-    def due(self, before_ms: int, limit: int) -> list[tuple[str, str, str | None]]:
-        found: list[tuple[str, str, str | None]] = []
+    def due(self, before_ms: int, limit: int) -> list[Due]:
+        found: list[Due] = []
         for shard in range(DUE_SHARDS):
             rows = self._agents.by_due.query(
                 f"due#{shard}", self._agents.due_at_ms <= before_ms, limit=limit, page_size=limit
             )
-            found.extend(_due_key(row.pk, row.sk) for row in rows)
+            found.extend(due_of(row.pk, row.sk) for row in rows)
         return found[:limit]
 
     # ------------------------------------------------------------------ writes
@@ -272,7 +136,7 @@ class DynamoTurnStore:
                 rows.next_seq.set(rows.next_seq | 0),
             ]
             if reopened:
-                actions += [rows.due_shard.set(_due_shard(session_id)), rows.due_at_ms.set(now_ms())]
+                actions += [rows.due_shard.set(shard_of(session_id)), rows.due_at_ms.set(now_ms())]
             as_read = rows.pk.does_not_exist() if before is None else rows.revision == before.revision
             try:
                 rows(pk=session_pk(app_code, session_id)).update(actions=actions, condition=as_read)
@@ -305,6 +169,8 @@ class DynamoTurnStore:
                 (sessions.revision == session.revision) & (sessions.next_seq == session.next_seq),
             )
             self._agent_write(transaction, change, at_ms)
+            if change.approval is not None:
+                self._approval_write(transaction, change.approval, change.approval_before)
             if change.message is not None:
                 message = change.message
                 sent = messages(
@@ -349,6 +215,7 @@ class DynamoTurnStore:
             (rows.turn, after.turn.to_message() if after.turn else None),
             (rows.finished_turn_id, after.finished_turn_id),
             (rows.dispatched_turn_id, after.dispatched_turn_id),
+            (rows.approval_id, after.approval_id),
         ]
         actions: list[Action] = [
             rows.item_type.set(AGENT_ITEM),
@@ -362,12 +229,32 @@ class DynamoTurnStore:
         ]
         if after.undispatched:
             actions += [
-                rows.due_shard.set(_due_shard(after.session_id)),
+                rows.due_shard.set(shard_of(after.session_id)),
                 rows.due_at_ms.set(rows.due_at_ms | at_ms),
             ]
         else:
             actions += [rows.due_shard.remove(), rows.due_at_ms.remove()]
         transaction.update(rows(pk=pk, sk=sk), actions, as_read)
+
+    def _approval_write(self, transaction: Transaction, approval: Approval, before: Approval | None) -> None:
+        """The approval as decided, on the condition that it is still the version read (a new one: that none is)."""
+        rows = self._approvals
+        as_read = rows.pk.does_not_exist() if before is None else rows.version == before.version
+        version = before.version + 1 if before is not None else 1
+        transaction.put(rows.of(approval, version), as_read)
+
+    def mark_told(self, approval: Approval) -> None:
+        """The decision was handed to the engine's queue: the approval leaves the janitor's index. Written only
+        over the decided approval as read; anything else means another teller recorded it first."""
+        rows = self._approvals
+        try:
+            rows(pk=session_pk(approval.app_code, approval.session_id), sk=approval_sk(approval.approval_id)).update(
+                actions=[rows.told.set(True), rows.version.add(1), rows.due_shard.remove(), rows.due_at_ms.remove()],
+                condition=(rows.version == approval.version) & (rows.status == str(approval.status)),
+            )
+        except UpdateError as error:
+            if not condition_failed(error):
+                raise
 
     def mark_dispatched(self, turn: Turn) -> None:
         """Recorded only while the turn is still the agent's; the agent leaves the janitor's index."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from herald.container import current
 from herald.dynamo import Image
 from herald.observability import logger, metrics
-from herald.turns.dynamo import agent_from_image
+from herald.turns.rows import agent_from_image
 from herald.turns.wiring import turn_service
 
 
@@ -28,4 +28,6 @@ def repair_turns() -> dict[str, int]:
         metrics.add_metric(name="TurnRedispatched", unit="Count", value=repairs.redispatched)
     if repairs.delivered:
         metrics.add_metric(name="TurnQueueDeliveredByJanitor", unit="Count", value=repairs.delivered)
-    return {"redispatched": repairs.redispatched, "delivered": repairs.delivered}
+    if repairs.told:
+        metrics.add_metric(name="ApprovalDecisionToldByJanitor", unit="Count", value=repairs.told)
+    return {"redispatched": repairs.redispatched, "delivered": repairs.delivered, "told": repairs.told}

@@ -58,6 +58,8 @@ class EventType(StrEnum):
     TURN_FINISHED = "turn.finished"
     TURN_SUSPENDED = "turn.suspended"
     TURN_RESUMED = "turn.resumed"
+    APPROVAL_REQUESTED = "approval.requested"
+    APPROVAL_DECIDED = "approval.decided"
 
 
 class Arrival(StrEnum):
@@ -124,6 +126,7 @@ class AgentTurns:
     finished_turn_id: str | None = None  # the last turn finished (a repeated finish is answered, not refused)
     dispatched_turn_id: str | None = None  # the last turn handed to the engine's queue
     queue: tuple[QueuedMessage, ...] = ()
+    approval_id: str | None = None  # the approval the suspended turn waits for (None: none, or suspended by hand)
     version: int = 0  # 0: never written
 
     @property
@@ -253,6 +256,17 @@ class SessionEvent:
         }
 
 
+@dataclass(frozen=True)
+class Due:
+    """What the janitor finds left undone in a session: an agent's turn not handed over, an approval's decision not
+    handed over, or (neither named) a reopened session's frozen queues not delivered."""
+
+    app_code: str
+    session_id: str
+    agent: str | None = None
+    approval_id: str | None = None
+
+
 class StaleRead(Exception):
     """The session or the agent changed since they were read: decide again."""
 
@@ -276,3 +290,88 @@ class Change:
     after: AgentTurns
     entries: tuple[Entry, ...]
     message: Message | None = None
+    approval: Approval | None = None  # the approval as the change leaves it
+    approval_before: Approval | None = None  # as read (None: the change records a new one)
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+# An approval is decided once: by its person (approved, rejected), its expiry, or the engine (cancelled; also when
+# the engine finishes the turn that waits for it).
+APPROVAL_TRANSITIONS: dict[ApprovalStatus, frozenset[ApprovalStatus]] = {
+    ApprovalStatus.PENDING: frozenset(set(ApprovalStatus) - {ApprovalStatus.PENDING}),
+    **{status: frozenset() for status in ApprovalStatus if status is not ApprovalStatus.PENDING},
+}
+
+
+@dataclass(frozen=True)
+class ApprovalButton:
+    """One button of the approval's confirm: `action` is accept or reject."""
+
+    action: str
+    label: str
+    style: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"action": self.action, "label": self.label, "style": self.style}
+
+
+@dataclass(frozen=True)
+class Approval:
+    """An agent's question to one member, asked from a running turn, which waits (suspended) for the answer.
+    Who is asked, the confirm that asks, and when it expires are decided once, when the engine's request is
+    accepted; `fingerprint` is that request, by which a retry is told from a reuse of the id."""
+
+    app_code: str
+    session_id: str
+    agent: str
+    turn_id: str
+    approval_id: str
+    user_id: str
+    text: str
+    buttons: tuple[ApprovalButton, ...]
+    confirm_id: str
+    fingerprint: str
+    requested_at_ms: int
+    expire_at_ms: int
+    status: ApprovalStatus = ApprovalStatus.PENDING
+    decided_by: str = ""
+    decided_at_ms: int = 0
+    reason: str = ""  # the person's reason, with a rejection
+    told: bool = False  # the decision was handed to the engine's queue
+    version: int = 0  # 0: never written
+
+    @property
+    def pending(self) -> bool:
+        return self.status is ApprovalStatus.PENDING
+
+    @property
+    def untold(self) -> bool:
+        """Decided, and the engine's queue not given the decision yet."""
+        return not self.pending and not self.told
+
+    @property
+    def group_id(self) -> str:
+        """The FIFO message group of the session's turns for this agent: the decision arrives in order with them."""
+        return f"{self.app_code}/{self.session_id}/{self.agent}"
+
+    def decision_message(self) -> dict[str, Any]:
+        """The engine's queue message for the decision (contract §4, events/turns/approval-decided.schema.json)."""
+        return {
+            "type": "approval.decided",
+            "app_code": self.app_code,
+            "session_id": self.session_id,
+            "agent": self.agent,
+            "turn_id": self.turn_id,
+            "approval_id": self.approval_id,
+            "decision": str(self.status),
+            "decided_by": self.decided_by,
+            "decided_at_ms": self.decided_at_ms,
+            "reason": self.reason,
+        }

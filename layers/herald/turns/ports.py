@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from herald.turns.models import AgentTurns, Change, Message, Session, SessionEvent, SessionStatus, Turn
+from herald.turns.models import AgentTurns, Approval, Change, Due, Message, Session, SessionEvent, SessionStatus, Turn
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,19 @@ class TurnStore(Protocol):
 
     def message(self, app_code: str, session_id: str, message_id: str) -> Message | None: ...
 
+    def approval(self, app_code: str, session_id: str, approval_id: str) -> Approval | None: ...
+
     def commit(self, change: Change, at_ms: int) -> list[SessionEvent]: ...
 
     def events(self, app_code: str, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]: ...
 
     def mark_dispatched(self, turn: Turn) -> None: ...
 
-    def due(self, before_ms: int, limit: int) -> list[tuple[str, str, str | None]]: ...
+    def mark_told(self, approval: Approval) -> None:
+        """The approval's decision was handed to the engine's queue (a no-op unless it is still as read)."""
+        ...
+
+    def due(self, before_ms: int, limit: int) -> list[Due]: ...
 
     def delivered_reopened(self, app_code: str, session_id: str) -> None: ...
 
@@ -54,3 +60,7 @@ class TurnQueue(Protocol):
     """The engine's queue of turns to run (one FIFO group per session and agent)."""
 
     def publish(self, turn: Turn) -> None: ...
+
+    def tell(self, approval: Approval) -> None:
+        """An approval's decision, in the same message group as the agent's turns."""
+        ...

@@ -23,7 +23,8 @@ NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"  # no '#' or '/': ids are parts o
 SessionId = Annotated[str, Path(pattern=NAME)]
 AGENT = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 AgentName = Annotated[str, Path(pattern=AGENT)]
-Identifier = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+IDENTIFIER = r"^[A-Za-z0-9_-]{1,64}$"  # a turn's, a message's or an approval's id
+Identifier = Annotated[str, Path(pattern=IDENTIFIER)]
 MAX_MEMBERS, MAX_AGENTS, MAX_EVENTS = 500, 50, 200
 MEMBER_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # a user id as tokens carry it (`sub`)
 

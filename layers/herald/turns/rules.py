@@ -9,7 +9,19 @@ from dataclasses import dataclass, replace
 
 from herald.errors import Conflict, NotFound, PermissionDenied
 from herald.ids import new_id
-from herald.turns.models import AgentTurns, Arrival, Entry, EventType, QueuedMessage, Session, Turn, TurnState
+from herald.turns.models import (
+    APPROVAL_TRANSITIONS,
+    AgentTurns,
+    Approval,
+    ApprovalStatus,
+    Arrival,
+    Entry,
+    EventType,
+    QueuedMessage,
+    Session,
+    Turn,
+    TurnState,
+)
 from herald.turns.ports import EngineCaller
 
 ENGINE = "engine"
@@ -124,3 +136,64 @@ def require_active(session: Session) -> None:
 def require_current(turns: AgentTurns, turn_id: str) -> None:
     if turns.turn_id != turn_id or turns.state is TurnState.IDLE:
         raise Conflict("that turn is not the agent's current turn", reason="turn_not_current")
+
+
+@dataclass(frozen=True)
+class Deciding:
+    """An approval's one decision: the approval and the agent's turns after it, and the log's entries."""
+
+    approval: Approval
+    after: AgentTurns
+    entries: tuple[Entry, ...]
+
+
+def suspend_for(turns: AgentTurns, approval: Approval) -> tuple[AgentTurns, tuple[Entry, ...]]:
+    """The running turn asks: it waits (suspended) for the approval, and the log says both."""
+    said = {"agent": approval.agent, "turn_id": approval.turn_id, "approval_id": approval.approval_id}
+    asked = {
+        **said,
+        "user_id": approval.user_id,
+        "confirm_id": approval.confirm_id,
+        "expire_at_ms": approval.expire_at_ms,
+    }
+    entries = (Entry(EventType.APPROVAL_REQUESTED, ENGINE, asked), Entry(EventType.TURN_SUSPENDED, ENGINE, said))
+    return replace(turns, state=TurnState.SUSPENDED, approval_id=approval.approval_id), entries
+
+
+def decide_approval(
+    turns: AgentTurns, approval: Approval, status: ApprovalStatus, by: str, at_ms: int, reason: str = ""
+) -> Deciding:
+    """Record the decision; the turn that waits for it runs again (`turn.resumed`). A turn no longer waiting for it
+    (finished, or another turn now) is left as it is."""
+    if status not in APPROVAL_TRANSITIONS[approval.status]:
+        raise RuntimeError(f"an approval cannot go from {approval.status} to {status}")
+    decided = replace(approval, status=status, decided_by=by, decided_at_ms=at_ms, reason=reason)
+    said = {"agent": approval.agent, "turn_id": approval.turn_id, "approval_id": approval.approval_id}
+    entries = [
+        Entry(
+            EventType.APPROVAL_DECIDED,
+            by,
+            {**said, "decision": str(status), "decided_by": by, "decided_at_ms": at_ms, "reason": reason},
+        )
+    ]
+    if not waits_for(turns, approval):
+        return Deciding(decided, turns, tuple(entries))
+    entries.append(Entry(EventType.TURN_RESUMED, by, said))
+    return Deciding(decided, replace(turns, state=TurnState.RUNNING, approval_id=None), tuple(entries))
+
+
+def waits_for(turns: AgentTurns, approval: Approval) -> bool:
+    """Whether the agent's current turn is suspended waiting for this approval."""
+    return (
+        turns.state is TurnState.SUSPENDED
+        and turns.approval_id == approval.approval_id
+        and turns.turn_id == approval.turn_id
+    )
+
+
+def require_approver(session: Session, user_id: str) -> None:
+    """Only a member whose role may talk to the agent may be asked to approve what it does."""
+    if user_id not in session.members:
+        raise PermissionDenied("the user is not a member of this session", reason="user_not_a_member")
+    if not session.may_converse(user_id):
+        raise PermissionDenied("the user's role in this session may not act on agents", reason="user_role_not_allowed")

@@ -20,6 +20,8 @@ from herald.turns.models import (
     MAX_EVENT_SEQ,
     TURN_TRANSITIONS,
     AgentTurns,
+    Approval,
+    ApprovalStatus,
     Arrival,
     Change,
     Entry,
@@ -38,6 +40,7 @@ from herald.turns.rules import (
     ENGINE,
     REFUSALS,
     arrive,
+    decide_approval,
     require_active,
     require_agent,
     require_current,
@@ -62,6 +65,16 @@ class Posted:
 class Repairs:
     redispatched: int = 0
     delivered: int = 0
+    told: int = 0
+
+
+@dataclass(frozen=True)
+class Abandoned:
+    """The pending approval a finishing turn cancels (none: all empty)."""
+
+    approval: Approval | None = None
+    before: Approval | None = None
+    entries: tuple[Entry, ...] = ()
 
 
 class TurnService:
@@ -92,14 +105,14 @@ class TurnService:
             now = self._clock()
             message = Message(caller.app_code, session_id, agent, message_id, caller.user_id, text, lang, now)
             arriving = arrive(turns, QueuedMessage(message_id, caller.user_id, text, lang, now))
-            self._commit(Change(session, turns, arriving.after, arriving.entries, message))
+            self.commit(Change(session, turns, arriving.after, arriving.entries, message))
             self._observe(arriving.outcome)
             if arriving.arrival is None:
                 refusal = str(arriving.refusal)
                 raise Conflict(REFUSALS[refusal], reason=refusal, details={"message_id": message_id})
             return Posted(message_id, arriving.arrival, arriving.position)
 
-        return self._decided(decide)
+        return self.decided(decide)
 
     def cancel(self, caller: Principal, session_id: str, agent: str, message_id: str) -> None:
         """Only its sender cancels a message, and only while it waits; the commit's conditions serialize
@@ -122,9 +135,9 @@ class TurnService:
                 caller.user_id,
                 {"agent": agent, "message_id": message_id, "by": caller.user_id},
             )
-            self._commit(Change(session, turns, after, (entry,)))
+            self.commit(Change(session, turns, after, (entry,)))
 
-        self._decided(decide)
+        self.decided(decide)
 
     def events(self, caller: Principal, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
         if not 0 <= after_seq <= MAX_EVENT_SEQ:
@@ -163,19 +176,35 @@ class TurnService:
         message can arrive between the end and the delivery and be left behind or jump ahead."""
 
         def decide() -> AgentTurns:
-            session, turns = self._turn_of(engine, session_id, agent)
+            session, turns = self.turn_of(engine, session_id, agent)
             if turns.finished_turn_id == turn_id:
                 return turns  # a repeated finish
             require_current(turns, turn_id)
-            after = replace(turns, state=TurnState.IDLE, turn=None, finished_turn_id=turn_id)
-            entries = [Entry(EventType.TURN_FINISHED, ENGINE, {"agent": agent, "turn_id": turn_id})]
+            abandoned = self._abandoned(turns)
+            after = replace(turns, state=TurnState.IDLE, turn=None, finished_turn_id=turn_id, approval_id=None)
+            entries = [*abandoned.entries, Entry(EventType.TURN_FINISHED, ENGINE, {"agent": agent, "turn_id": turn_id})]
             if session.active and after.queue:
                 after, started = start_turn(after, after.queue)
                 entries.extend(started)
-            self._commit(Change(session, turns, after, tuple(entries)))
+            self.commit(
+                Change(
+                    session, turns, after, tuple(entries), approval=abandoned.approval, approval_before=abandoned.before
+                )
+            )
             return after
 
-        return self._decided(decide)
+        return self.decided(decide)
+
+    def _abandoned(self, turns: AgentTurns) -> Abandoned:
+        """A turn that finishes while it waits for an approval abandons it: the approval is cancelled in the same
+        commit (the engine is told, and the person's buttons grey out)."""
+        if turns.approval_id is None:
+            return Abandoned()
+        approval = self._store.approval(turns.app_code, turns.session_id, turns.approval_id)
+        if approval is None or not approval.pending:
+            return Abandoned()
+        deciding = decide_approval(turns, approval, ApprovalStatus.CANCELLED, ENGINE, self._clock())
+        return Abandoned(deciding.approval, approval, deciding.entries[:1])
 
     def take_waiting(
         self, engine: EngineCaller, session_id: str, agent: str, turn_id: str
@@ -184,15 +213,15 @@ class TurnService:
         serialized (as a finish is) against a cancel that would take a message out of the queue."""
 
         def decide() -> tuple[QueuedMessage, ...]:
-            session, turns = self._turn_of(engine, session_id, agent)
+            session, turns = self.turn_of(engine, session_id, agent)
             require_current(turns, turn_id)
             taking = take_waiting(turns)
             if taking.messages:
-                self._commit(Change(session, turns, taking.after, taking.entries))
+                self.commit(Change(session, turns, taking.after, taking.entries))
                 self._observe("TurnMessagesTaken")
             return taking.messages
 
-        return self._decided(decide)
+        return self.decided(decide)
 
     def suspend(self, engine: EngineCaller, session_id: str, agent: str, turn_id: str) -> AgentTurns:
         """The turn waits for an approval: new messages are refused until it resumes."""
@@ -201,7 +230,8 @@ class TurnService:
         )
 
     def resume(self, engine: EngineCaller, session_id: str, agent: str, turn_id: str) -> AgentTurns:
-        """Back to running; messages queued before the suspension wait for this turn's finish."""
+        """Back to running; messages queued before the suspension wait for this turn's finish. A turn that waits for
+        an approval resumes with its decision (or the engine cancels the approval)."""
         return self._move(
             engine, session_id, agent, turn_id, TurnState.SUSPENDED, TurnState.RUNNING, EventType.TURN_RESUMED
         )
@@ -218,10 +248,10 @@ class TurnService:
             if turns.state is not TurnState.IDLE or not turns.queue:
                 return None
             after, entries = start_turn(turns, turns.queue)
-            self._commit(Change(session, turns, after, tuple(entries)))
+            self.commit(Change(session, turns, after, tuple(entries)))
             return after.turn
 
-        return self._decided(decide)
+        return self.decided(decide)
 
     # ------------------------------------------------------------------ hand-over to the engine
     def dispatch(self, turn: Turn) -> bool:
@@ -237,21 +267,33 @@ class TurnService:
         self._observe("TurnHandedOver")
         return True
 
+    def tell(self, approval: Approval) -> bool:
+        """Give an approval's decision to the engine's queue, then record that it was given (as `dispatch` does a
+        turn: a repeat is not sent again; a crash between the two sends it again with the same deduplication id)."""
+        current = self._store.approval(approval.app_code, approval.session_id, approval.approval_id)
+        if current is None or not current.untold:
+            return False
+        self._queue.tell(current)
+        self._store.mark_told(current)
+        self._observe("ApprovalDecisionHandedOver")
+        return True
+
     def repair(self, grace_ms: int, limit: int = 100) -> Repairs:
         """The janitor, for what was left undone for longer than `grace_ms`: turns started but never handed
-        to the engine (the outbox gave up, or died between the two steps of `dispatch`), and reopened
-        sessions whose frozen queues were not delivered (the reopening call died half way)."""
-        redispatched = delivered = 0
-        for app_code, session_id, agent in self._store.due(self._clock() - grace_ms, limit):
-            if agent is None:
-                session = self._store.session(app_code, session_id)
-                if session is not None:
-                    delivered += self._deliver_reopened(session)
-                continue
-            turns = self._store.agent(app_code, session_id, agent)
-            if turns.turn is not None and self.dispatch(turns.turn):
-                redispatched += 1
-        return Repairs(redispatched, delivered)
+        to the engine (the outbox gave up, or died between the two steps of `dispatch`), approvals' decisions
+        likewise (`tell`), and reopened sessions whose frozen queues were not delivered (the reopening call died
+        half way)."""
+        redispatched = delivered = told = 0
+        for due in self._store.due(self._clock() - grace_ms, limit):
+            if due.approval_id is not None:
+                approval = self._store.approval(due.app_code, due.session_id, due.approval_id)
+                told += approval is not None and self.tell(approval)
+            elif due.agent is not None:
+                turns = self._store.agent(due.app_code, due.session_id, due.agent)
+                redispatched += turns.turn is not None and self.dispatch(turns.turn)
+            elif (session := self._store.session(due.app_code, due.session_id)) is not None:
+                delivered += self._deliver_reopened(session)
+        return Repairs(redispatched, delivered, told)
 
     # ------------------------------------------------------------------ shared steps
     def _move(
@@ -265,19 +307,21 @@ class TurnService:
         event: EventType,
     ) -> AgentTurns:
         def decide() -> AgentTurns:
-            session, turns = self._turn_of(engine, session_id, agent)
+            session, turns = self.turn_of(engine, session_id, agent)
             require_current(turns, turn_id)
             if turns.state is target:
                 return turns  # a repeated call
             if turns.state is not source:
                 raise Conflict(f"the turn is {turns.state}", reason="turn_not_" + str(source))
+            if turns.approval_id is not None:
+                raise Conflict("the turn waits for an approval: cancel it to resume", reason="approval_pending")
             after = replace(turns, state=target)
-            self._commit(Change(session, turns, after, (Entry(event, ENGINE, {"agent": agent, "turn_id": turn_id}),)))
+            self.commit(Change(session, turns, after, (Entry(event, ENGINE, {"agent": agent, "turn_id": turn_id}),)))
             return after
 
-        return self._decided(decide)
+        return self.decided(decide)
 
-    def _turn_of(self, engine: EngineCaller, session_id: str, agent: str) -> tuple[Session, AgentTurns]:
+    def turn_of(self, engine: EngineCaller, session_id: str, agent: str) -> tuple[Session, AgentTurns]:
         session = self._store.session(engine.app_code, session_id)
         if session is None:
             raise NotFound("session not found")
@@ -303,7 +347,7 @@ class TurnService:
         require_active(session)
         return session
 
-    def _commit(self, change: Change) -> None:
+    def commit(self, change: Change) -> None:
         """Every decision is one commit; its state change is a move of TURN_TRANSITIONS (a finish that starts
         the next turn at once passes through idle) or none, anything else a bug stopped before the write."""
         before, after = change.before.state, change.after.state
@@ -311,7 +355,7 @@ class TurnService:
             raise RuntimeError(f"an agent's turn cannot go from {before} to {after}")
         self._store.commit(change, self._clock())
 
-    def _decided(self, decide: Callable[[], T]) -> T:
+    def decided(self, decide: Callable[[], T]) -> T:
         """`decide()`, decided again on a fresh read while another change beat it to the session."""
         try:
             return with_backoff(

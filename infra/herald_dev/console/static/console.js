@@ -325,6 +325,7 @@ async function refreshSession(event) {
     const agents = new Map(); // agent -> its last turn event
     const mark = (id, change) => messages.set(id, { ...(messages.get(id) || { id }), ...change });
     const turnMessages = new Map(); // turn id -> the messages it carries
+    const approvals = new Map(); // approval id -> who was asked, and its decision once there is one
     const at = (e) => (e.at_ms ? ` · ${when(e.at_ms)}` : "");
     for (const e of page.events) {
       const d = e.data || {};
@@ -339,6 +340,8 @@ async function refreshSession(event) {
       if (e.type === "turn.finished") for (const id of turnMessages.get(d.turn_id) || []) mark(id, { state: `finished (${d.turn_id})${at(e)}` });
       if (e.type === "chat.message_delivered") for (const id of d.message_ids || []) mark(id, { state: "delivered" });
       if (e.type.startsWith("turn.")) agents.set(d.agent, `${e.type} ${d.turn_id || ""}`.trim());
+      if (e.type === "approval.requested") approvals.set(d.approval_id, { ...d, asked_at_ms: e.at_ms });
+      if (e.type === "approval.decided") approvals.set(d.approval_id, { ...approvals.get(d.approval_id), ...d });
     }
     const turn = [...agents].map(([agent, last]) => `${agent}: ${last}`).join("; ") || "no turn yet";
     say($("session-status"), `${page.events.length} events · ${turn}`);
@@ -365,9 +368,24 @@ async function refreshSession(event) {
       ),
     );
     fill(tbody, rows, el("tr", {}, el("td", { class: "empty", colspan: 6 }, "No messages.")));
+    fill($("session-approvals"), [...approvals.values()].map(approvalItem), el("li", { class: "empty" }, "No approvals."));
   } catch (error) {
     say($("session-status"), error.message, true);
   }
+}
+
+// An approval an agent asked for: whom, from which turn, and what became of it (by whom, when).
+function approvalItem(a) {
+  const state = a.decision
+    ? `${a.decision} by ${a.decided_by} · ${when(a.decided_at_ms)}${a.reason ? ` · "${a.reason}"` : ""}`
+    : `pending (asked ${when(a.asked_at_ms)}, expires ${when(a.expire_at_ms)})`;
+  return el(
+    "li",
+    { "data-approval": a.approval_id },
+    el("div", { class: "from" }, `${a.agent} · turn ${a.turn_id} · confirm ${a.confirm_id || "?"}`),
+    el("div", {}, el("b", {}, `approval ${a.approval_id}`), ` asked ${a.user_id || "?"}`),
+    el("div", { class: "state" }, state),
+  );
 }
 
 async function cancelMessage(session, message, user) {
