@@ -20,7 +20,7 @@ from tests.support.clock import FakeClock, controlled_clock
 from tests.support.fakes import InMemoryPusher
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import ConfirmPipeline
-from tests.support.turns import TurnsHarness
+from tests.support.turns import TurnsHarness, member
 
 ASKED, VIEWER, OTHER = "10002", "10001", "10003"  # the inbox stream tests connect the asked (mine-1, mine-2)
 MEMBERS = {ASKED: "developer", VIEWER: "viewer", OTHER: "developer"}
@@ -214,3 +214,18 @@ def test_a_manual_resume_of_a_turn_waiting_for_an_approval_is_refused(approving:
     approving.ask()
     resumed = approving.turns.step(approving.turn_id, "resume")
     assert resumed.status_code == 409 and reason(resumed) == "approval_pending"
+
+
+def test_a_user_whose_id_is_the_agents_name_is_no_party_to_its_approvals(approving: Approving) -> None:
+    """The agent's name is only the IM account the question comes from: a user called `po` learns nothing of it."""
+    confirm_id = approving.ask()["confirm_id"]
+    namesake = member("po")
+    api = approving.turns.api
+    statuses = api.post("/api/v1/message/action-confirms/status", json={"confirm_ids": [confirm_id]}, headers=namesake)
+    assert statuses.status_code == 200 and statuses.json()["data"]["items"] == []
+    listed = api.get("/api/v1/message/action-confirms", params={"peer_user_id": ASKED}, headers=namesake)
+    assert listed.status_code == 200 and listed.json()["data"]["items"] == []
+    acted = api.post(f"/api/v1/message/action-confirms/{confirm_id}/accept", json={"command_id": "x"}, headers=namesake)
+    assert acted.status_code == 404
+    mine = api.post("/api/v1/message/action-confirms/status", json={"confirm_ids": [confirm_id]}, headers=member(ASKED))
+    assert [c["confirm_id"] for c in mine.json()["data"]["items"]] == [confirm_id]

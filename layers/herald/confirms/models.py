@@ -69,6 +69,10 @@ class Button:
 
 
 DEFAULT_BUTTONS = (Button(Action.REJECT, "Reject", "secondary"), Button(Action.ACCEPT, "Accept", "primary"))
+# Businesses whose sender is an agent, not a person: its name is only the IM account the question comes from, and a
+# user whose id happens to be that name is no party to the confirm (only the receiver is).
+AGENT_APPROVAL = "agent_approval"
+AGENT_SENT = frozenset({AGENT_APPROVAL})
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,8 @@ class Confirm:
         return self.status is ConfirmStatus.PROCESSING and bool(lock) and self.locked_by == lock
 
     def party(self, user_id: str) -> bool:
+        if self.business_type in AGENT_SENT:
+            return user_id == self.receiver_user_id
         return user_id in (self.sender_user_id, self.receiver_user_id)
 
     def offers(self, action: Action) -> bool:

@@ -351,7 +351,7 @@ class Confirms:
         items, next_token = self._store.between(
             principal.app_code, principal.user_id, peer_user_id, page_size, page_token
         )
-        return [self._settled_quietly(c) for c in items], next_token
+        return [self._settled_quietly(c) for c in items if c.party(principal.user_id)], next_token
 
     def _settled_quietly(self, confirm: Confirm) -> Confirm:
         """Reads settle lazily too, but an owner outage never fails a read: the stored state is shown."""

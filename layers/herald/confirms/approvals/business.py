@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import suppress
 
 from herald.confirms.businesses import BusinessRefused
-from herald.confirms.models import Action, Button, Confirm, ConfirmDraft, OwnerFact, OwnerState
+from herald.confirms.models import AGENT_APPROVAL, Action, Button, Confirm, ConfirmDraft, OwnerFact, OwnerState
 from herald.confirms.service import Confirms
 from herald.errors import HeraldError, NotFound, UpstreamError
 from herald.inbox.models import Kind
@@ -19,7 +19,7 @@ from herald.inbox.service import Inbox, Incoming
 from herald.turns.approvals import EXPIRY, Approvals
 from herald.turns.models import Approval, ApprovalStatus
 
-BUSINESS_TYPE = "agent_approval"
+BUSINESS_TYPE = AGENT_APPROVAL
 SOURCE_NAME = "agent_approvals"
 PRODUCER = "herald"  # the inbox's producer of approval notifications: Herald itself
 DECISION_OF = {Action.ACCEPT: ApprovalStatus.APPROVED, Action.REJECT: ApprovalStatus.REJECTED}
