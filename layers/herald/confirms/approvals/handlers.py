@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from herald.confirms.approvals.wiring import approval_projection
 from herald.dynamo import Image
 from herald.observability import logger
 from herald.turns.handlers import on_turns_change
@@ -22,7 +21,10 @@ def on_turns_record(old: Image | None, new: Image | None) -> None:
 
 def on_approval_change(before: Approval | None, approval: Approval) -> None:
     """Asked: its confirm and notification (again, if the request made them). Decided: the engine is told, the
-    confirm follows and the notification is read. The record that marks it told changes nothing of this."""
+    confirm follows and the notification is read. The record that marks it told changes nothing of this. (The
+    confirm and inbox parts are loaded only for an approval's record: a batch of turns starts without them.)"""
+    from herald.confirms.approvals.wiring import approval_projection
+
     if before is not None and before.status is approval.status:
         return
     if approval.untold and turn_service().tell(approval):
