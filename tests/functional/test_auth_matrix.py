@@ -21,6 +21,7 @@ from herald_dev.fakes.tencent_im import FakeTencentIm
 from tests.support.owner import ROUTE_BODIES
 from tests.support.pipeline import ConfirmPipeline
 from tests.support.tokens import make_token, unsigned_token
+from tests.support.turns import APPROVAL_BODY, APPROVAL_ROUTE
 
 OWNER, INVITER, STRANGER = "10002", "10001", "10009"
 MARKERS = ("SECRET-NOTE", "SECRET-TURN")  # the owner's data
@@ -79,11 +80,7 @@ BODIES: dict[tuple[str, str], Any] = {
     },
     ("POST", "/api/v1/sessions/{session_id}/agents/{agent}/messages"): {"text": "hi"},
     **ROUTE_BODIES,
-    ("POST", "/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/approvals"): {
-        "approval_id": "ap-1",
-        "user_id": OWNER,
-        "text": "SECRET-QUESTION",
-    },
+    APPROVAL_ROUTE: APPROVAL_BODY,
     ("PUT", "/internal/v1/sessions/{session_id}"): {
         "app_code": "lalu",
         "members": {OWNER: "developer"},

@@ -17,6 +17,7 @@ from tests.functional.test_auth_matrix import TENANT_FREE
 from tests.support.local_cloud import LocalCloudProcess
 from tests.support.owner import ROUTE_BODIES
 from tests.support.tokens import make_token
+from tests.support.turns import APPROVAL_BODY, APPROVAL_ROUTE
 
 pytestmark = pytest.mark.integration
 MEMBER = "member-" + secrets.token_hex(3)
@@ -54,6 +55,7 @@ def test_other_tenants_and_other_engines_are_refused_on_every_service_route(clou
         "agent": "po",
         "turn_id": "turn_" + "0" * 32,
         "step": "finish",
+        "approval_id": "ap-1",
         "confirm_id": "cfm_" + "0" * 32,
         "business_type": "group_join",
     }
@@ -73,6 +75,7 @@ def test_other_tenants_and_other_engines_are_refused_on_every_service_route(clou
         },
         "/internal/v1/sessions/{session_id}": {**body, "members": {"mallory": "owner"}},
         **{path: body for (_, path), body in ROUTE_BODIES.items()},
+        APPROVAL_ROUTE[1]: APPROVAL_BODY,
     }
     other_tenant, _ = keys.create_key(
         "acme-" + secrets.token_hex(3), ["/internal/v1", "/internal/v1/confirms/owner"], app_codes=["acme"]

@@ -17,6 +17,9 @@ from tests.support.lambda_context import FakeLambdaContext
 from tests.support.pipeline import StreamTap
 from tests.support.tokens import make_token
 
+# A valid body for the engine's approval route: the auth and tenant matrices call every route with one.
+APPROVAL_ROUTE = ("POST", "/internal/v1/sessions/{session_id}/agents/{agent}/turns/{turn_id}/approvals")
+APPROVAL_BODY = {"approval_id": "ap-1", "user_id": "10002", "text": "SECRET-QUESTION"}
 SCHEMAS = {
     "turn": json.loads((REPO / "events" / "turns" / "turn.schema.json").read_text()),
     "approval.decided": json.loads((REPO / "events" / "turns" / "approval-decided.schema.json").read_text()),
