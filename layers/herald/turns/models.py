@@ -8,6 +8,9 @@ An agent of a session is in one of three states, moved only by conditional write
                         ▼  │
                      suspended  (messages are refused with `awaiting_approval`)
 
+A turn that asks for an approval is suspended the same way, and runs again once the approval is decided (a
+hand-made resume is refused meanwhile); finishing it abandons the approval (`herald.turns.approvals`).
+
 While a turn runs, messages wait in the agent's queue (at most ten). The queue is the one place "pending"
 is read from: posting, cancelling, finishing and the janitor all decide from it, and each change of it
 is committed together with the session's event log entries that record it.
