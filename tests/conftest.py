@@ -8,10 +8,12 @@ import pytest
 
 from herald.observability import metrics
 from herald_dev.local_identity import LOCAL_JWT_SECRET
+from tests.support.botocore_data import share_one_loader
 from tests.support.local_cloud import RATE_LIMITS_OFF
 from tests.support.metrics import serialize
 
 serialize(metrics)  # tests invoke handlers from several threads of one interpreter
+share_one_loader()  # moto's fresh default session for each test reads botocore's models once a process, not each time
 
 TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",

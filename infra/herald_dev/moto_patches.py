@@ -37,18 +37,25 @@ items are refused; a call that failed leaves no mark (its retry runs).
 Two costs of the embedded server, not of AWS's behaviour: a FIFO receive waiting on a queue whose visible
 messages all belong to groups with a message in flight spun through its whole wait (moto's wait returns at
 once while any message is visible), and every request listed moto's package directory to find its backend.
-A waiting receive now sleeps until a message is added or briefly, and the listing is read once.
+A waiting receive now sleeps until a message is added or briefly, and the listing is read once. Two more costs of
+moto's own: its response serializer worked out, for every value of every answer, which attribute names might hold
+it (six alias rules a value), a fifth of a queue-heavy test's time; and every read of a queue's attributes turned
+their names into snake case again. Both depend only on what they are given (the object's class, the key, the
+model's shape; a name), so each is worked out once.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
+from collections.abc import Iterator
 from copy import deepcopy
 from typing import Any
 
 from moto import backends as moto_backends
+from moto.core import serialize as moto_serialize
 from moto.core.utils import unix_time
 from moto.sqs import models as sqs_models
 
@@ -246,6 +253,26 @@ def _dedup_window_outlives_deletion() -> None:
     sqs_models.Queue.add_message = add_message  # type: ignore[method-assign]
 
 
+def _answers_cost_less() -> None:
+    """The serializer's candidate names for a value, by (alias rules, the object's class, key, shape); and the snake
+    case of a queue attribute's name, by the name. Same answers, worked out once."""
+    candidates = moto_serialize.AttributePicker.get_possible_keys
+    known: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+    def get_possible_keys(self: Any, context: Any) -> Iterator[str]:
+        key = (tuple(self.alias_providers), type(context.obj), context.key, context.shape)
+        found = known.get(key)
+        if found is None:
+            if len(known) >= 50_000:  # shapes of clients long gone: start again rather than keep them
+                known.clear()
+            found = known[key] = tuple(candidates(self, context))
+        return iter(found)
+
+    moto_serialize.AttributePicker.get_possible_keys = get_possible_keys  # type: ignore[method-assign,assignment]
+    snake_case = functools.lru_cache(maxsize=1024)(sqs_models.camelcase_to_underscores)  # type: ignore[attr-defined]
+    sqs_models.camelcase_to_underscores = snake_case  # type: ignore[attr-defined]
+
+
 def install() -> None:
     """Patch moto's SQS and DynamoDB backends in this process (the embedded server or mock_aws runs here)."""
     global _installed  # noqa: PLW0603 - one patch per process
@@ -258,6 +285,7 @@ def install() -> None:
     moto_backends.list_of_moto_modules = lambda: moto_modules
     _dedup_window_outlives_deletion()
     _changes_wake_waiting_receives()
+    _answers_cost_less()
     original = sqs_models.SQSBackend.receive_message
 
     def receive_message(
