@@ -203,13 +203,8 @@ class InMemoryTurnStore:
         read = (session.revision, session.next_seq, before.version)
         if (stored.revision, stored.next_seq, current.version) != read:
             raise StaleRead(f"session {session.session_id} changed")
-        approval_key = change.approval and (session.app_code, session.session_id, change.approval.approval_id)
-        if approval_key:
-            stored_approval = self.approvals.get(approval_key)
-            if (stored_approval and stored_approval.version) != (
-                change.approval_before and change.approval_before.version
-            ):
-                raise StaleRead(f"approval {approval_key[2]} changed")
+        if change.approval is not None and self._approval_version(change.approval) != _version(change.approval_before):
+            raise StaleRead(f"approval {change.approval.approval_id} changed")
         events = [
             SessionEvent(session.next_seq + n, entry.type, at_ms, entry.actor, entry.data)
             for n, entry in enumerate(change.entries, start=1)
@@ -223,9 +218,10 @@ class InMemoryTurnStore:
         if change.message is not None:
             message = change.message
             self.messages[(message.app_code, message.session_id, message.message_id)] = message
-        if change.approval is not None and approval_key:
-            version = change.approval_before.version + 1 if change.approval_before else 1
-            self.approvals[approval_key] = dataclasses.replace(change.approval, version=version)
+        if change.approval is not None:
+            approval = change.approval
+            key = (approval.app_code, approval.session_id, approval.approval_id)
+            self.approvals[key] = dataclasses.replace(approval, version=_version(change.approval_before) + 1)
         self.log.setdefault((session.app_code, session.session_id), []).extend(events)
         self.commits += 1
         return events
@@ -241,6 +237,9 @@ class InMemoryTurnStore:
                 current, dispatched_turn_id=turn.turn_id, version=current.version + 1
             )
             self.dispatched.append(turn.turn_id)
+
+    def _approval_version(self, approval: Approval) -> int:
+        return _version(self.approvals.get((approval.app_code, approval.session_id, approval.approval_id)))
 
     def mark_told(self, approval: Approval) -> None:
         key = (approval.app_code, approval.session_id, approval.approval_id)
@@ -261,6 +260,11 @@ class InMemoryTurnStore:
 
     def delivered_reopened(self, app_code: str, session_id: str) -> None:
         """Nothing to forget: `due` here reads the agents' state (reopened sessions are not tracked)."""
+
+
+def _version(approval: Approval | None) -> int:
+    """An approval's stored version; 0 for none (a new one)."""
+    return approval.version if approval is not None else 0
 
 
 class InMemoryConfirmStore:

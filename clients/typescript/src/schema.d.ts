@@ -724,7 +724,7 @@ export interface components {
         ApprovalIn: {
             /**
              * Actions
-             * @description the buttons (default: Reject, Accept)
+             * @description the buttons (default: Reject, Approve)
              */
             actions?: components["schemas"]["ApprovalButtonIn"][] | null;
             /**

@@ -360,6 +360,11 @@ class Approval:
         return not self.pending and not self.told
 
     @property
+    def named(self) -> dict[str, str]:
+        """How the session's log names it: its agent, its turn and itself."""
+        return {"agent": self.agent, "turn_id": self.turn_id, "approval_id": self.approval_id}
+
+    @property
     def group_id(self) -> str:
         """The FIFO message group of the session's turns for this agent: the decision arrives in order with them."""
         return f"{self.app_code}/{self.session_id}/{self.agent}"

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from herald.ids import APP_CODE_PATTERN
 from herald.turns.models import MAX_EVENT_SEQ, ROLE_RANK, AgentTurns, SessionStatus, turn_language, turn_text
@@ -29,18 +29,20 @@ MAX_MEMBERS, MAX_AGENTS, MAX_EVENTS = 500, 50, 200
 MEMBER_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # a user id as tokens carry it (`sub`)
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("text is blank")
+    return text
+
+
+NotBlank = AfterValidator(_not_blank)  # a text of spaces alone says nothing: refused like an empty one
+
+
 class MessageIn(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1, max_length=4000)
+    text: Annotated[str, NotBlank] = Field(min_length=1, max_length=4000)
     lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8}){0,3}$")
-
-    @field_validator("text")
-    @classmethod
-    def not_blank(cls, text: str) -> str:
-        if not text.strip():
-            raise ValueError("text is blank")
-        return text
 
 
 class PostedOut(ApiModel):

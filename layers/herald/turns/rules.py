@@ -149,7 +149,7 @@ class Deciding:
 
 def suspend_for(turns: AgentTurns, approval: Approval) -> tuple[AgentTurns, tuple[Entry, ...]]:
     """The running turn asks: it waits (suspended) for the approval, and the log says both."""
-    said = {"agent": approval.agent, "turn_id": approval.turn_id, "approval_id": approval.approval_id}
+    said = approval.named
     asked = {
         **said,
         "user_id": approval.user_id,
@@ -160,26 +160,27 @@ def suspend_for(turns: AgentTurns, approval: Approval) -> tuple[AgentTurns, tupl
     return replace(turns, state=TurnState.SUSPENDED, approval_id=approval.approval_id), entries
 
 
+def decided(
+    approval: Approval, status: ApprovalStatus, by: str, at_ms: int, reason: str = ""
+) -> tuple[Approval, Entry]:
+    """The approval's one decision, and the log's `approval.decided` that records it."""
+    if status not in APPROVAL_TRANSITIONS[approval.status]:
+        raise RuntimeError(f"an approval cannot go from {approval.status} to {status}")
+    decision = {"decision": str(status), "decided_by": by, "decided_at_ms": at_ms, "reason": reason}
+    entry = Entry(EventType.APPROVAL_DECIDED, by, {**approval.named, **decision})
+    return replace(approval, status=status, decided_by=by, decided_at_ms=at_ms, reason=reason), entry
+
+
 def decide_approval(
     turns: AgentTurns, approval: Approval, status: ApprovalStatus, by: str, at_ms: int, reason: str = ""
 ) -> Deciding:
     """Record the decision; the turn that waits for it runs again (`turn.resumed`). A turn no longer waiting for it
     (finished, or another turn now) is left as it is."""
-    if status not in APPROVAL_TRANSITIONS[approval.status]:
-        raise RuntimeError(f"an approval cannot go from {approval.status} to {status}")
-    decided = replace(approval, status=status, decided_by=by, decided_at_ms=at_ms, reason=reason)
-    said = {"agent": approval.agent, "turn_id": approval.turn_id, "approval_id": approval.approval_id}
-    entries = [
-        Entry(
-            EventType.APPROVAL_DECIDED,
-            by,
-            {**said, "decision": str(status), "decided_by": by, "decided_at_ms": at_ms, "reason": reason},
-        )
-    ]
+    approval_after, entry = decided(approval, status, by, at_ms, reason)
     if not waits_for(turns, approval):
-        return Deciding(decided, turns, tuple(entries))
-    entries.append(Entry(EventType.TURN_RESUMED, by, said))
-    return Deciding(decided, replace(turns, state=TurnState.RUNNING, approval_id=None), tuple(entries))
+        return Deciding(approval_after, turns, (entry,))
+    resumed = Entry(EventType.TURN_RESUMED, by, approval.named)
+    return Deciding(approval_after, replace(turns, state=TurnState.RUNNING, approval_id=None), (entry, resumed))
 
 
 def waits_for(turns: AgentTurns, approval: Approval) -> bool:

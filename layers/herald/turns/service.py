@@ -40,7 +40,7 @@ from herald.turns.rules import (
     ENGINE,
     REFUSALS,
     arrive,
-    decide_approval,
+    decided,
     require_active,
     require_agent,
     require_current,
@@ -203,8 +203,8 @@ class TurnService:
         approval = self._store.approval(turns.app_code, turns.session_id, turns.approval_id)
         if approval is None or not approval.pending:
             return Abandoned()
-        deciding = decide_approval(turns, approval, ApprovalStatus.CANCELLED, ENGINE, self._clock())
-        return Abandoned(deciding.approval, approval, deciding.entries[:1])
+        cancelled, entry = decided(approval, ApprovalStatus.CANCELLED, ENGINE, self._clock())
+        return Abandoned(cancelled, approval, (entry,))
 
     def take_waiting(
         self, engine: EngineCaller, session_id: str, agent: str, turn_id: str

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field, field_validator
 
@@ -15,7 +15,7 @@ from herald.ids import APP_CODE_PATTERN
 from herald.turns.approvals import ApprovalAsk
 from herald.turns.models import Approval, ApprovalButton
 from herald.turns.ports import EngineCaller
-from herald.turns.routes import IDENTIFIER, AgentName, Identifier, SessionId
+from herald.turns.routes import IDENTIFIER, AgentName, Identifier, NotBlank, SessionId
 from herald.turns.wiring import approvals
 from herald.web.envelope import ENGINE, SERVICE, ApiModel, Envelope, errors, ok
 from herald.web.security import TENANT, CurrentService
@@ -38,18 +38,13 @@ class ApprovalIn(ApiModel):
     app_code: str | None = Field(default=None, pattern=APP_CODE_PATTERN, description=TENANT)
     approval_id: str = Field(pattern=IDENTIFIER, description="the engine's id for it, unique in the session")
     user_id: str = Field(pattern=r"^[0-9]{1,20}$", description="the member asked: a role that may talk to agents")
-    text: str = Field(min_length=1, max_length=1000, description="the question, as the person's IM shows it")
+    text: Annotated[str, NotBlank] = Field(
+        min_length=1, max_length=1000, description="the question, as the person's IM shows it"
+    )
     actions: list[ApprovalButtonIn] | None = Field(
-        default=None, min_length=1, max_length=2, description="the buttons (default: Reject, Accept)"
+        default=None, min_length=1, max_length=2, description="the buttons (default: Reject, Approve)"
     )
     expire_in_s: int = Field(default=86_400, ge=60, le=7 * 86_400, description="then it is decided `expired`")
-
-    @field_validator("text")
-    @classmethod
-    def not_blank(cls, text: str) -> str:
-        if not text.strip():
-            raise ValueError("text is blank")
-        return text
 
     @field_validator("actions")
     @classmethod
@@ -121,7 +116,7 @@ def cancel(
     session_id: SessionId,
     agent: AgentName,
     turn_id: Identifier,
-    approval_id: Annotated[str, Path(pattern=IDENTIFIER)],
+    approval_id: Identifier,
     caller: CurrentService,
     app_code: Annotated[str | None, Query(pattern=APP_CODE_PATTERN, description=TENANT)] = None,
 ) -> Envelope[ApprovalOut]:
