@@ -3,7 +3,8 @@
 * Stream records arrive as plain dicts of their old and new images; a record whose handler raises is
   reported, so Lambda retries from it (handlers are idempotent).
 * FIFO queue records: a failure skips the rest of its message group in the batch (other groups go on). A
-  worker may run a batch's groups side by side (`groups_at_once`), each in its own order.
+  worker may run a batch's groups side by side (`groups_at_once`), each in its own order; a group that ends
+  before the others deletes its done records itself, so no lane waits on another's provider call.
   A failed message is hidden for an exponential backoff before it comes back (or for exactly the delay a
   handler asks for with `RetryLater`); the group members skipped behind it are hidden just as long, so they
   come back with it, in order. A record that can never succeed raises `PermanentFailure`: it is moved to
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -123,27 +125,50 @@ def process_fifo(
     for message in messages:
         groups.setdefault(message.group_id, []).append(message)
 
-    def run(group: list[QueueMessage]) -> tuple[list[QueueMessage], int]:
-        """The group's records that come back, and for how long they hide: a group's first failed record sets
-        it, and the records behind it in the batch come back with it, in order."""
+    def run(group: list[QueueMessage]) -> list[QueueMessage]:
+        """The group's records that come back, hidden at once: a group's first failed record sets how long, and
+        the records behind it in the batch come back with it, in order."""
         for index, message in enumerate(group):
             delay = _handle_one(message, handle, dead_letter_queue_url, lag_metric)
             if delay is not None:
-                return group[index:], delay
-        return [], 0
+                for returned in group[index:]:
+                    _hide(returned, delay, queue_url)
+                return group[index:]
+        return []
 
     with budgets.invocation(context.get_remaining_time_in_millis):
         if groups_at_once > 1 and len(groups) > 1:
+            running = _RunningGroups(len(groups))
+
+            def run_beside(group: list[QueueMessage]) -> list[QueueMessage]:
+                returned = run(group)
+                if running.end_one():  # others still run: Lambda would hold this group's lane until they end
+                    _delete(group[: len(group) - len(returned)], queue_url)
+                return returned
+
             runs = [(contextvars.copy_context(), group) for group in groups.values()]  # each with the time budget
             with ThreadPoolExecutor(max_workers=min(groups_at_once, len(runs))) as pool:
-                outcomes = list(pool.map(lambda job: job[0].run(run, job[1]), runs))
+                outcomes = list(pool.map(lambda job: job[0].run(run_beside, job[1]), runs))
         else:
             outcomes = [run(group) for group in groups.values()]
-    for failed, delay in outcomes:
-        for message in failed:
-            _hide(message, delay, queue_url)
-    returned = {message.message_id for failed, _ in outcomes for message in failed}
+    returned = {message.message_id for failed in outcomes for message in failed}
     return _failures([message.message_id for message in messages if message.message_id in returned])
+
+
+class _RunningGroups:
+    """How many of a batch's groups still run side by side. Lambda deletes a batch's records only when the
+    invocation returns, and a FIFO group with a record in flight hands out nothing else: a group that ends while
+    another still waits on its provider deletes its own done records, so its lane goes on at once."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self._lock = threading.Lock()
+
+    def end_one(self) -> bool:
+        """One group ended; whether any other still runs."""
+        with self._lock:
+            self._count -= 1
+            return self._count > 0
 
 
 def _handle_one(
@@ -184,6 +209,18 @@ def _hide(message: QueueMessage, delay_s: int, queue_url: str) -> None:
         logger.warning(
             "visibility not changed; it comes back at the queue's", message_id=message.message_id, exc_info=True
         )
+
+
+def _delete(done: list[QueueMessage], queue_url: str) -> None:
+    """Delete records already done (at most a batch: ten). A failure costs nothing: Lambda deletes them again when
+    the invocation returns (a second delete of a deleted record succeeds, as SQS documents)."""
+    if not done:
+        return
+    entries = [{"Id": str(index), "ReceiptHandle": message.receipt_handle} for index, message in enumerate(done)]
+    try:
+        _sqs().delete_message_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
+    except Exception:
+        logger.warning("done records not deleted early; Lambda deletes them", exc_info=True)
 
 
 def _sqs() -> SQSClient:

@@ -20,6 +20,7 @@ from herald.workers import (
 )
 from tests.support.container import reconfigure
 from tests.support.lambda_context import FakeLambdaContext
+from tests.support.waiting import eventually
 
 
 class RecordingQueues:
@@ -28,12 +29,17 @@ class RecordingQueues:
     def __init__(self) -> None:
         self.hidden: dict[str, int] = {}
         self.dead: list[dict[str, Any]] = []
+        self.deleted: list[str] = []
 
     def change_message_visibility(self, *, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int) -> None:
         self.hidden[ReceiptHandle] = VisibilityTimeout
 
     def send_message(self, **message: Any) -> None:
         self.dead.append(message)
+
+    def delete_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, str]]) -> dict[str, Any]:
+        self.deleted += [entry["ReceiptHandle"] for entry in Entries]
+        return {"Successful": [{"Id": entry["Id"]} for entry in Entries], "Failed": []}
 
 
 @pytest.fixture
@@ -137,6 +143,45 @@ def test_a_batchs_groups_run_side_by_side_each_in_its_order_when_the_worker_allo
     assert handled == {"a": ["a1", "a2", "a3"], "b": ["b1", "b2"], "c": ["c1", "c2", "c3"]}
     assert response == {"batchItemFailures": [{"itemIdentifier": "b2"}, {"itemIdentifier": "b3"}]}
     assert queues.hidden == {"rh-b2": 2, "rh-b3": 2}
+
+
+def test_a_group_done_while_another_waits_on_its_provider_frees_its_lane_at_once(queues: RecordingQueues) -> None:
+    """Lambda deletes a batch's records only when the invocation returns, and a FIFO group with a record in flight
+    hands out nothing else: another tenant's lane, side by side in the batch with a hung provider call, waited for
+    that call's deadline (B's card 10.8 s while A's Feishu app hung). A group that ends before the others deletes
+    its done records and hides its returned ones itself; the last group to end leaves its records to Lambda."""
+    provider_answers = threading.Event()
+
+    def handle(message: QueueMessage) -> None:
+        if message.group_id == "hung":
+            assert provider_answers.wait(timeout=5)
+        if message.body == "failing1":
+            raise RuntimeError("provider down")
+
+    records = [sqs_record("hung1", "hung"), sqs_record("quick1", "quick"), sqs_record("quick2", "quick")]
+    records.append(sqs_record("failing1", "failing"))
+    outcome: dict[str, Any] = {}
+
+    def invoke() -> None:
+        response = process_fifo(
+            {"Records": records}, FakeLambdaContext(), handle, queue_url="q", dead_letter_queue_url="dlq",
+            lag_metric="Lag", groups_at_once=3,
+        )  # fmt: skip
+        outcome.update(response)
+
+    invocation = threading.Thread(target=invoke)
+    invocation.start()
+    try:
+        eventually(lambda: _freed(queues), timeout=5)  # while the hung group still waits
+    finally:
+        provider_answers.set()
+        invocation.join(timeout=5)
+    assert outcome == {"batchItemFailures": [{"itemIdentifier": "failing1"}]}
+    assert queues.deleted == ["rh-quick1", "rh-quick2"]  # the hung group, ending last, is Lambda's to delete
+
+
+def _freed(queues: RecordingQueues) -> None:
+    assert queues.deleted == ["rh-quick1", "rh-quick2"] and queues.hidden == {"rh-failing1": 2}
 
 
 def test_retry_later_hides_for_the_whole_delay_asked_beyond_the_failure_backoffs_cap_up_to_sqs_limit(
