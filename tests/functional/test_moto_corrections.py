@@ -210,3 +210,39 @@ def test_a_transaction_sent_again_with_its_token_takes_effect_once_and_answers_s
         ["ok", "ok", "IdempotentParameterMismatchException"],
         "first",
     )
+
+
+EVERY_KIND = {
+    "pk": {"S": "item"}, "n": {"N": "12.5"}, "b": {"B": b"\x00\xff"}, "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1"]},
+    "bs": {"BS": [b"x"]}, "null": {"NULL": True}, "no": {"BOOL": False}, "empty": {"S": ""},
+    "m": {"M": {"l": {"L": [{"S": "x"}, {"M": {}}, {"L": []}, {"N": "0"}]}, "yes": {"BOOL": True}}},
+}  # fmt: skip
+
+
+def answers_holding_items(endpoint: str) -> list[Any]:
+    """Every kind of attribute value, nested, in each answer that carries items or a table's description."""
+    dynamodb = client("dynamodb", endpoint)
+    table = "every-kind"
+    table_with_stream(dynamodb, table)
+    dynamodb.put_item(TableName=table, Item=EVERY_KIND)
+    key = {"pk": {"S": "item"}}
+    answers = [
+        dynamodb.get_item(TableName=table, Key=key),
+        dynamodb.query(TableName=table, KeyConditionExpression="pk = :k", ExpressionAttributeValues={":k": key["pk"]}),
+        dynamodb.scan(TableName=table, ProjectionExpression="m.l[1], ns, b"),
+        dynamodb.batch_get_item(RequestItems={table: {"Keys": [key]}}),
+        dynamodb.transact_get_items(TransactItems=[{"Get": {"TableName": table, "Key": key}}]),
+        dynamodb.update_item(TableName=table, Key=key, UpdateExpression="SET n = n + :one",
+                             ExpressionAttributeValues={":one": {"N": "1"}}, ReturnValues="ALL_NEW"),
+        dynamodb.describe_table(TableName=table)["Table"]["KeySchema"],
+    ]  # fmt: skip
+    for answer in answers:
+        if isinstance(answer, dict):
+            answer.pop("ResponseMetadata")
+    return answers
+
+
+def test_an_answer_that_costs_less_to_make_is_the_answer_moto_makes(servers: dict[str, str]) -> None:
+    """The corrected server serializes only the members a structure holds (a cost of moto's, not a correction):
+    every answer carrying items is, value for value, plain moto's."""
+    assert answers_holding_items(servers["corrected"]) == answers_holding_items(servers["plain"])
