@@ -8,12 +8,13 @@ import pytest
 
 from herald.observability import metrics
 from herald_dev.local_identity import LOCAL_JWT_SECRET
-from tests.support.botocore_data import share_one_loader
+from tests.support.botocore_data import share_one_loader, share_one_record_of_aliased_event_names
 from tests.support.local_cloud import RATE_LIMITS_OFF
 from tests.support.metrics import serialize
 
 serialize(metrics)  # tests invoke handlers from several threads of one interpreter
 share_one_loader()  # moto's fresh default session for each test reads botocore's models once a process, not each time
+share_one_record_of_aliased_event_names()  # and each of its clients' emitters aliases event names afresh
 
 TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",

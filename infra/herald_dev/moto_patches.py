@@ -41,7 +41,9 @@ A waiting receive now sleeps until a message is added or briefly, and the listin
 moto's own: its response serializer worked out, for every value of every answer, which attribute names might hold
 it (six alias rules a value), a fifth of a queue-heavy test's time; and every read of a queue's attributes turned
 their names into snake case again. Both depend only on what they are given (the object's class, the key, the
-model's shape; a name), so each is worked out once. And the serializer asked those rules for every member of a
+model's shape; a name), so each is worked out once. So are the handler names of a service's response class, which
+moto listed with `inspect.getmembers` on every request; and a request id's 52 random characters are drawn at
+once rather than one `choice` at a time. And the serializer asked those rules for every member of a
 structure, present or not: a DynamoDB attribute value has ten members and holds one, so an item of twenty
 attributes cost two hundred lookups. A structure given as a plain dict now serializes only the members it holds.
 """
@@ -50,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import json
+import string
 import threading
 import time
 from collections.abc import Iterator
@@ -57,8 +60,10 @@ from copy import deepcopy
 from typing import Any
 
 from moto import backends as moto_backends
+from moto.core import responses as moto_responses
 from moto.core import serialize as moto_serialize
 from moto.core.utils import unix_time
+from moto.moto_api._internal import moto_random
 from moto.sqs import models as sqs_models
 
 from herald_dev.write_signal import WRITE_ACTIONS, WriteSignal
@@ -274,6 +279,15 @@ def _answers_cost_less() -> None:
     moto_serialize.AttributePicker.get_possible_keys = get_possible_keys  # type: ignore[method-assign,assignment]
     snake_case = functools.lru_cache(maxsize=1024)(sqs_models.camelcase_to_underscores)  # type: ignore[attr-defined]
     sqs_models.camelcase_to_underscores = snake_case  # type: ignore[attr-defined]
+    handlers_of = functools.lru_cache(maxsize=256)(moto_responses.method_names_from_class)  # type: ignore[attr-defined]
+    moto_responses.method_names_from_class = handlers_of  # type: ignore[attr-defined]
+
+    def get_random_string(self: Any, length: int = 20, include_digits: bool = True, lower_case: bool = False) -> str:
+        pool = string.ascii_letters + (string.digits if include_digits else "")
+        drawn = "".join(self.choices(pool, k=length))
+        return drawn.lower() if lower_case else drawn
+
+    moto_random.MotoRandom.get_random_string = get_random_string  # type: ignore[method-assign]
 
 
 def _structures_serialize_what_they_hold() -> None:

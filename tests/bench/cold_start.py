@@ -28,10 +28,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-LAYER_BUILD = REPO / ".herald" / "bench-layer"
 sys.path[:0] = [str(REPO), str(REPO / "infra"), str(REPO / "layers")]
 
 from herald_ops.template import StackTemplate  # noqa: E402
+
+from tests.support.layer_build import built_layer  # noqa: E402
 
 BASELINE = """
 import time, resource
@@ -124,23 +125,6 @@ print(t1 - t0, time.perf_counter() - t1, 0)
 )
 
 
-def _build_layer() -> Path:
-    """The layer exactly as `sam build` makes it (layers/Makefile), so the figures are those of the artefact."""
-    subprocess.run(
-        [
-            "make",
-            "--no-print-directory",
-            "-C",
-            str(REPO / "layers"),
-            "build-HeraldLayer",
-            f"ARTIFACTS_DIR={LAYER_BUILD}",
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    return LAYER_BUILD / "python"
-
-
 def _environment(layer: Path) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("HERALD_", "AWS_", "POWERTOOLS_"))}
     stack = StackTemplate.from_file(REPO / "template.yaml", stack_name="bench")
@@ -185,7 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=7)
     args = parser.parse_args()
-    env = _environment(_build_layer())
+    env = _environment(built_layer())
     stack = StackTemplate.from_file(REPO / "template.yaml", stack_name="bench")
     functions = {lid: stack.function_properties(lid) for lid in stack.of_type("AWS::Serverless::Function")}
     samples: dict[str, list[Sample]] = {name: [] for name in ["baseline", "floor", "context", *functions]}

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from herald_ops.template import StackTemplate
 
+from tests.support.layer_build import built_layer
+
 REPO = Path(__file__).resolve().parents[2]
 UNCHECKED_HASH = 0b01  # PEP 552 flags: hash-based, source not checked
 
@@ -27,11 +29,8 @@ def test_the_template_builds_the_layer_with_its_makefile() -> None:
 
 
 @pytest.fixture(scope="module")
-def layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    artifacts = tmp_path_factory.mktemp("layer")
-    command = ["make", "--no-print-directory", "-C", str(REPO / "layers"), "build-HeraldLayer"]
-    subprocess.run([*command, f"ARTIFACTS_DIR={artifacts}"], check=True, capture_output=True)
-    return artifacts / "python"
+def layer() -> Path:
+    return built_layer()
 
 
 def test_every_module_in_the_layer_ships_as_unchecked_bytecode(layer: Path) -> None:
