@@ -30,10 +30,11 @@ pytestmark = [
 ]
 
 HOLD_S = 35
-# About 1 s on an idle machine (printed): Feishu's reset is in whole seconds, rounded up. A loaded CI machine's local
-# cloud adds a second or two; the bound is what tells a card sent at the hold's end from one held by a halved pace
-# (the issue saw another chat's card still waiting 40 s after the hold).
-AFTER_THE_HOLD_S = 5.0
+# About 1 s on an idle machine (printed): Feishu's reset is in whole seconds, rounded up. A loaded machine's local
+# cloud adds seconds (6.1 s seen with `make test`'s four runs at once in a slow phase of this machine); the bound
+# tells a card sent at the hold's end from one held by a halved pace (the issue saw another chat's card still
+# waiting 40 s after the hold).
+AFTER_THE_HOLD_S = 10.0
 
 
 @pytest.fixture(scope="module")
