@@ -16,8 +16,10 @@ BUILDS = REPO / ".herald" / "layer-builds"
 
 
 def _version() -> str:
-    """A digest of everything the build reads: its Makefile, the pinned requirements and the package's sources."""
-    inputs = [LAYERS / "Makefile", LAYERS / "requirements.txt", *(LAYERS / "herald").rglob("*.py")]
+    """A digest of everything the build reads: its Makefile, the pinned requirements and every file of the package
+    it copies (its bytecode caches aside, which the build removes)."""
+    package = [path for path in (LAYERS / "herald").rglob("*") if path.is_file() and "__pycache__" not in path.parts]
+    inputs = [LAYERS / "Makefile", LAYERS / "requirements.txt", *package]
     digest = hashlib.sha256()
     for path in sorted(inputs):
         digest.update(f"{path.relative_to(LAYERS)}\0".encode() + path.read_bytes() + b"\0")
